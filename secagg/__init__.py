@@ -1,7 +1,76 @@
-"""Pairwise-masking secure sum over Z_M (SecAgg and SecAgg+) with dropout recovery."""
+"""Pairwise-masking secure sum over Z_M (SecAgg and SecAgg+) with dropout recovery.
+
+The quickest way in is :func:`secure_sum`, which runs the real client and server state
+machines in memory::
+
+    >>> from secagg import secure_sum
+    >>> secure_sum([[1, 2], [3, 4], [5, 6]], seed=0).total.tolist()
+    [9, 12]
+
+To run the protocol over your own transport, drive :class:`Client` and :class:`Server`
+yourself: each takes a message (or its bytes) and returns the messages to send.
+"""
 
 from __future__ import annotations
 
+from secagg.client import Client, ClientState
+from secagg.config import SecAggConfig
+from secagg.errors import (
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    TooFewSurvivorsError,
+)
+from secagg.graph import CommunicationGraph, build_graph
+from secagg.messages import (
+    AdvertiseKeys,
+    EncryptedShares,
+    ForwardedShares,
+    KeyDirectory,
+    MaskedInput,
+    Message,
+    UnmaskRequest,
+    UnmaskResponse,
+    decode_message,
+    encode_message,
+)
 from secagg.randomness import KeystreamRandom, RandomSource
+from secagg.ring import HeadroomError, Quantizer, Ring, check_headroom, required_bits
+from secagg.runner import PHASES, SecureSumResult, default_threshold, secure_sum
+from secagg.server import SecAggResult, Server, ServerState
 
-__all__ = ["KeystreamRandom", "RandomSource"]
+__all__ = [
+    "PHASES",
+    "AdvertiseKeys",
+    "Client",
+    "ClientState",
+    "CommunicationGraph",
+    "EncryptedShares",
+    "ForwardedShares",
+    "HeadroomError",
+    "KeyDirectory",
+    "KeystreamRandom",
+    "LocalProtocolError",
+    "MaskedInput",
+    "Message",
+    "ProtocolError",
+    "Quantizer",
+    "RandomSource",
+    "RemoteProtocolError",
+    "Ring",
+    "SecAggConfig",
+    "SecAggResult",
+    "SecureSumResult",
+    "Server",
+    "ServerState",
+    "TooFewSurvivorsError",
+    "UnmaskRequest",
+    "UnmaskResponse",
+    "build_graph",
+    "check_headroom",
+    "decode_message",
+    "default_threshold",
+    "encode_message",
+    "required_bits",
+    "secure_sum",
+]

@@ -88,9 +88,9 @@ class KeystreamRandom:
             raise TypeError(f"seed must be bytes, int or None; got {type(seed).__name__}")
         if not isinstance(label, bytes):
             raise TypeError(f"label must be bytes; got {type(label).__name__}")
-        self._key = HKDF(
-            algorithm=hashes.SHA256(), length=32, salt=_DOMAIN, info=label
-        ).derive(seed_bytes)
+        self._key = HKDF(algorithm=hashes.SHA256(), length=32, salt=_DOMAIN, info=label).derive(
+            seed_bytes
+        )
         self._encryptor = Cipher(algorithms.AES(self._key), modes.CTR(bytes(16))).encryptor()
 
     @property

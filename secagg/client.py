@@ -1,0 +1,430 @@
+"""The SecAgg / SecAgg+ client: a sans-I/O state machine (Bonawitz et al. 2017, Fig. 4).
+
+The client never opens a socket, sleeps or reads a clock: :meth:`Client.receive` takes a message
+from the server and returns the messages to send back. Allowed (state, message type) pairs live
+in one table; anything else — and any invalid content — moves the client to ``ABORTED`` and
+raises. After that, every call raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from enum import Enum
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from secagg import shamir
+from secagg._session import (
+    SERVER_ID,
+    SHARE_BYTES,
+    SHARE_PLAINTEXT_BYTES,
+    encode_share,
+    session_id,
+)
+from secagg.config import SecAggConfig
+from secagg.errors import (
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    TooFewSurvivorsError,
+)
+from secagg.graph import build_graph
+from secagg.keys import (
+    KEY_BYTES,
+    agree,
+    decrypt_shares,
+    encrypt_shares,
+    generate_private_key,
+    public_key,
+    share_encryption_key,
+)
+from secagg.masks import add_mask, pairwise_mask_key, self_mask_key
+from secagg.messages import (
+    AdvertiseKeys,
+    EncryptedShares,
+    ForwardedShares,
+    KeyDirectory,
+    MaskedInput,
+    Message,
+    UnmaskRequest,
+    UnmaskResponse,
+    decode_message,
+    encode_message,
+)
+from secagg.randomness import KeystreamRandom, RandomSource
+from secagg.ring import RingArray
+
+__all__ = ["Client", "ClientState"]
+
+logger = logging.getLogger(__name__)
+
+
+class ClientState(Enum):
+    """Where a client is in the protocol."""
+
+    INITIAL = "initial"
+    AWAITING_KEY_DIRECTORY = "awaiting_key_directory"
+    AWAITING_SHARES = "awaiting_shares"
+    AWAITING_UNMASK_REQUEST = "awaiting_unmask_request"
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+
+
+class Client:
+    """One SecAgg / SecAgg+ client.
+
+    Parameters
+    ----------
+    config
+        The round's public parameters (shared with the server and all clients).
+    client_id
+        This client's id, in [1, 2^31 − 2]; it is also its Shamir evaluation point.
+    input_vector
+        The integer vector to sum (length ``config.dimension``, values in [-M/2, M)); may
+        instead be given later with :meth:`set_input`, before the masked-input phase.
+    random_source
+        Cryptographic randomness for keys, seeds and share polynomials; ``None`` draws a
+        fresh :class:`~secagg.KeystreamRandom` seeded by the operating system.
+
+    Examples
+    --------
+    >>> cfg = SecAggConfig(dimension=4, threshold=1)
+    >>> client = Client(cfg, 1, input_vector=[1, 2, 3, 4])
+    >>> [type(m).__name__ for m in client.start()]
+    ['AdvertiseKeys']
+    >>> client.state
+    <ClientState.AWAITING_KEY_DIRECTORY: 'awaiting_key_directory'>
+    """
+
+    def __init__(
+        self,
+        config: SecAggConfig,
+        client_id: int,
+        *,
+        input_vector: ArrayLike | None = None,
+        random_source: RandomSource | None = None,
+    ) -> None:
+        if not isinstance(config, SecAggConfig):
+            raise TypeError(f"config must be a SecAggConfig; got {type(config).__name__}")
+        if isinstance(client_id, bool) or not isinstance(client_id, int):
+            raise TypeError(f"client_id must be an int; got {type(client_id).__name__}")
+        if not 1 <= client_id <= 2**31 - 2:
+            raise ValueError(f"client_id must lie in [1, 2^31 − 2]; got {client_id}")
+        if random_source is not None and not isinstance(random_source, RandomSource):
+            raise TypeError("random_source must provide fill() and random_bytes()")
+        self.config = config
+        self.client_id = client_id
+        self._random = random_source if random_source is not None else KeystreamRandom()
+        self._state = ClientState.INITIAL
+        self._abort_reason: str | None = None
+        self._input: RingArray | None = None
+        if input_vector is not None:
+            self.set_input(input_vector)
+        # Secrets and per-session state, filled in as the phases go.
+        self._encryption_sk = b""
+        self._mask_sk = b""
+        self._self_mask_seed = b""
+        self._session_id = b""
+        self._neighbors: tuple[int, ...] = ()
+        self._neighbor_keys: dict[int, tuple[bytes, bytes]] = {}
+        self._share_keys: dict[int, bytes] = {}
+        self._held_seed_shares: dict[int, bytes] = {}
+        self._held_key_shares: dict[int, bytes] = {}
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ClientState:
+        """The current state."""
+        return self._state
+
+    @property
+    def abort_reason(self) -> str | None:
+        """Why the client aborted, if it did."""
+        return self._abort_reason
+
+    @property
+    def session_id(self) -> bytes | None:
+        """The session id once the key directory has been received."""
+        return self._session_id or None
+
+    @property
+    def neighbors(self) -> tuple[int, ...]:
+        """This client's neighbours in the communication graph (after the key directory)."""
+        return self._neighbors
+
+    def set_input(self, input_vector: ArrayLike) -> None:
+        """Set the vector to sum (integers in [-M/2, M), length ``config.dimension``).
+
+        Raises
+        ------
+        LocalProtocolError
+            If the masked input has already been sent.
+        TypeError, ValueError
+            On a non-integer vector, a wrong length or values out of range.
+        """
+        if self._state in (
+            ClientState.AWAITING_UNMASK_REQUEST,
+            ClientState.COMPLETED,
+            ClientState.ABORTED,
+        ):
+            raise LocalProtocolError(f"cannot set the input in state {self._state.name}")
+        vector = self.config.ring.reduce(input_vector)
+        if vector.size != self.config.dimension:
+            raise ValueError(
+                f"input has {vector.size} entries; this round sums vectors of dimension "
+                f"{self.config.dimension}"
+            )
+        self._input = vector
+
+    def start(self) -> list[Message]:
+        """Begin the round: generate both key pairs and advertise their public halves.
+
+        Raises
+        ------
+        LocalProtocolError
+            If the client has already started.
+        """
+        if self._state is not ClientState.INITIAL:
+            self._raise_if_aborted()
+            raise self._fail(LocalProtocolError(f"start() called in state {self._state.name}"))
+        self._encryption_sk = generate_private_key(self._random)
+        self._mask_sk = generate_private_key(self._random)
+        self._state = ClientState.AWAITING_KEY_DIRECTORY
+        return [
+            AdvertiseKeys(
+                self.config.digest,
+                self.client_id,
+                public_key(self._encryption_sk),
+                public_key(self._mask_sk),
+            )
+        ]
+
+    def receive(self, message: Message) -> list[Message]:
+        """Process one message from the server; return the messages to send back.
+
+        Raises
+        ------
+        RemoteProtocolError
+            If the message is unexpected in this state or invalid; the client aborts.
+        TooFewSurvivorsError
+            If too few neighbours remain for the round to be safe; the client aborts.
+        LocalProtocolError
+            If the client had already aborted, or the input was never set.
+        """
+        self._raise_if_aborted()
+        handler = _TRANSITIONS.get((self._state, type(message)))
+        if handler is None:
+            raise self._fail(
+                RemoteProtocolError(
+                    f"unexpected {type(message).__name__} in state {self._state.name}",
+                    peer_id=SERVER_ID,
+                )
+            )
+        try:
+            return handler(self, message)
+        except ProtocolError as exc:
+            raise self._fail(exc) from None
+
+    def receive_bytes(self, data: bytes) -> list[bytes]:
+        """Decode wire bytes, process them, and encode the replies.
+
+        Examples
+        --------
+        >>> client = Client(SecAggConfig(dimension=2, threshold=1), 1, input_vector=[0, 0])
+        >>> client.start() and None
+        >>> client.receive_bytes(b"garbage")
+        Traceback (most recent call last):
+        ...
+        secagg.errors.RemoteProtocolError: malformed message: truncated (peer 0)
+        >>> client.state
+        <ClientState.ABORTED: 'aborted'>
+        """
+        self._raise_if_aborted()
+        try:
+            message = decode_message(data, peer_id=SERVER_ID)
+        except RemoteProtocolError as exc:
+            raise self._fail(exc) from None
+        return [encode_message(reply) for reply in self.receive(message)]
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _raise_if_aborted(self) -> None:
+        if self._state is ClientState.ABORTED:
+            raise LocalProtocolError(f"client {self.client_id} aborted: {self._abort_reason}")
+
+    def _fail(self, exc: ProtocolError) -> ProtocolError:
+        self._state = ClientState.ABORTED
+        self._abort_reason = str(exc)
+        # Forget every secret: nothing more will be sent.
+        self._encryption_sk = self._mask_sk = self._self_mask_seed = b""
+        self._input = None
+        self._held_seed_shares.clear()
+        self._held_key_shares.clear()
+        logger.info("client %d aborted: %s", self.client_id, exc)
+        return exc
+
+    def _check_envelope(self, message: Message, expected_session: bytes) -> None:
+        if message.session_id != expected_session:
+            raise RemoteProtocolError("message from another session or phase", peer_id=SERVER_ID)
+        if message.peer != self.client_id:
+            raise RemoteProtocolError(
+                f"message addressed to client {message.peer}", peer_id=SERVER_ID
+            )
+
+    def _on_key_directory(self, message: Message) -> list[Message]:
+        assert isinstance(message, KeyDirectory)
+        self._check_envelope(message, self.config.digest)
+        directory = message.keys()
+        mine = directory.get(self.client_id)
+        if mine is None or mine != (public_key(self._encryption_sk), public_key(self._mask_sk)):
+            raise RemoteProtocolError(
+                "the key directory does not list this client's keys", peer_id=SERVER_ID
+            )
+        self._session_id = session_id(self.config.digest, message.entries)
+        graph = build_graph(directory.keys(), self.config.neighbors, self._session_id)
+        neighbors = graph.neighbors(self.client_id)
+        threshold = self.config.threshold
+        if len(neighbors) < threshold:
+            raise TooFewSurvivorsError(
+                f"client {self.client_id} has {len(neighbors)} neighbours; threshold "
+                f"t={threshold} needs at least t"
+            )
+        self._neighbors = neighbors
+        self._neighbor_keys = {v: directory[v] for v in neighbors}
+        self._share_keys = {
+            v: share_encryption_key(
+                agree(self._encryption_sk, directory[v].encryption_key, peer_id=v),
+                session_id=self._session_id,
+            )
+            for v in neighbors
+        }
+        self._self_mask_seed = self._random.random_bytes(KEY_BYTES)
+        secrets = np.concatenate(
+            [shamir.split_secret(self._self_mask_seed), shamir.split_secret(self._mask_sk)]
+        )
+        shares = shamir.share(secrets, neighbors, threshold, self._random)
+        ciphertexts = tuple(
+            (
+                v,
+                encrypt_shares(
+                    self._share_keys[v],
+                    encode_share(shares[i]),
+                    session_id=self._session_id,
+                    sender=self.client_id,
+                    recipient=v,
+                ),
+            )
+            for i, v in enumerate(neighbors)
+        )
+        self._state = ClientState.AWAITING_SHARES
+        return [EncryptedShares(self._session_id, self.client_id, ciphertexts)]
+
+    def _on_forwarded_shares(self, message: Message) -> list[Message]:
+        assert isinstance(message, ForwardedShares)
+        self._check_envelope(message, self._session_id)
+        senders = [v for v, _ in message.ciphertexts]
+        if len(set(senders)) != len(senders):
+            raise RemoteProtocolError("repeated sender in forwarded shares", peer_id=SERVER_ID)
+        unknown = set(senders) - set(self._neighbors)
+        if unknown:
+            raise RemoteProtocolError(
+                f"forwarded shares from non-neighbours {sorted(unknown)}", peer_id=SERVER_ID
+            )
+        if len(senders) < self.config.threshold:
+            raise TooFewSurvivorsError(
+                f"only {len(senders)} neighbours of client {self.client_id} shared keys; "
+                f"threshold t={self.config.threshold}"
+            )
+        if self._input is None:
+            raise LocalProtocolError(
+                f"client {self.client_id} has no input: call set_input() before the "
+                "masked-input phase"
+            )
+        for v, ciphertext in message.ciphertexts:
+            plaintext = decrypt_shares(
+                self._share_keys[v],
+                ciphertext,
+                session_id=self._session_id,
+                sender=v,
+                recipient=self.client_id,
+            )
+            if len(plaintext) != SHARE_PLAINTEXT_BYTES:
+                raise RemoteProtocolError("share plaintext has the wrong length", peer_id=v)
+            self._held_seed_shares[v] = plaintext[:SHARE_BYTES]
+            self._held_key_shares[v] = plaintext[SHARE_BYTES:]
+        ring = self.config.ring
+        masked = self._input.copy()
+        self._input = None
+        name = self.config.vector_name
+        add_mask(
+            masked,
+            self_mask_key(
+                self._self_mask_seed,
+                session_id=self._session_id,
+                owner=self.client_id,
+                vector_name=name,
+            ),
+            ring,
+        )
+        for v in sorted(senders):
+            shared = agree(self._mask_sk, self._neighbor_keys[v][1], peer_id=v)
+            key = pairwise_mask_key(
+                shared,
+                session_id=self._session_id,
+                first=self.client_id,
+                second=v,
+                vector_name=name,
+            )
+            # y_u gets +PRG(s_uv) for v > u and −PRG(s_uv) for v < u (Bonawitz et al., §3).
+            add_mask(masked, key, ring, subtract=v < self.client_id)
+        ring.normalize(masked)
+        self._state = ClientState.AWAITING_UNMASK_REQUEST
+        return [MaskedInput(self._session_id, self.client_id, self.config.modulus_bits, masked)]
+
+    def _on_unmask_request(self, message: Message) -> list[Message]:
+        assert isinstance(message, UnmaskRequest)
+        self._check_envelope(message, self._session_id)
+        survivors, dropped = message.survivors, message.dropped
+        if self.client_id in dropped:
+            raise RemoteProtocolError("this client is listed as dropped", peer_id=SERVER_ID)
+        if len(set(survivors)) != len(survivors) or len(set(dropped)) != len(dropped):
+            raise RemoteProtocolError("repeated id in the unmask request", peer_id=SERVER_ID)
+        both = set(survivors) & set(dropped)
+        if both:
+            # Answering both shares for one neighbour would let the server unmask its input.
+            raise RemoteProtocolError(
+                f"asked for both shares of clients {sorted(both)}", peer_id=SERVER_ID
+            )
+        unknown = (set(survivors) | set(dropped)) - set(self._held_seed_shares)
+        if unknown:
+            raise RemoteProtocolError(
+                f"unmask request names unknown clients {sorted(unknown)}", peer_id=SERVER_ID
+            )
+        if len(survivors) < self.config.threshold:
+            raise TooFewSurvivorsError(
+                f"only {len(survivors)} neighbours of client {self.client_id} survived; "
+                f"threshold t={self.config.threshold}"
+            )
+        response = UnmaskResponse(
+            self._session_id,
+            self.client_id,
+            tuple((v, self._held_seed_shares[v]) for v in survivors),
+            tuple((v, self._held_key_shares[v]) for v in dropped),
+        )
+        self._held_seed_shares.clear()
+        self._held_key_shares.clear()
+        self._encryption_sk = self._mask_sk = self._self_mask_seed = b""
+        self._state = ClientState.COMPLETED
+        return [response]
+
+
+_Handler = Callable[[Client, Message], list[Message]]
+# The one table of allowed (state, message type) pairs.
+_TRANSITIONS: dict[tuple[ClientState, type], _Handler] = {
+    (ClientState.AWAITING_KEY_DIRECTORY, KeyDirectory): Client._on_key_directory,
+    (ClientState.AWAITING_SHARES, ForwardedShares): Client._on_forwarded_shares,
+    (ClientState.AWAITING_UNMASK_REQUEST, UnmaskRequest): Client._on_unmask_request,
+}

@@ -1,0 +1,137 @@
+"""The mask PRG: a seed expands to a uniform vector over Z_M by AES-128-CTR keystream.
+
+Key schedule (every key single-use, so the CTR nonce is fixed at zero):
+
+    mask_key = HKDF-SHA256(ikm = seed, salt = session_id,
+                           info = "secagg-dp/v1/mask/" ‖ purpose ‖ ids ‖ vector_name)[:16]
+
+with purpose ``self`` (ids = the owner) or ``pair`` (ids = the two ids, smaller first). The
+keystream is read as little-endian words of the ring's storage type (uint32 for b ≤ 32, uint64
+otherwise); the low b bits of a uniform word are uniform on Z_{2^b}, so no value is favoured
+(unlike ``randint(0, M − 1)``, which never yields M − 1).
+
+Expansion is fused with accumulation: the keystream is written by ``update_into`` into one
+preallocated chunk that stays in cache and is added to (or subtracted from) the accumulator in
+place, so a mask never exists as a full-length vector.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from secagg.ring import Ring, RingArray
+
+__all__ = [
+    "add_mask",
+    "expand_mask",
+    "pairwise_mask_key",
+    "self_mask_key",
+]
+
+_INFO_PREFIX = b"secagg-dp/v1/mask/"
+_CHUNK_BYTES = 1 << 18  # 256 KiB: the keystream chunk stays in L2 while it is added
+_ZERO_CHUNK = bytes(_CHUNK_BYTES)
+_NONCE = bytes(16)
+
+
+def _derive(ikm: bytes, session_id: bytes, purpose: bytes, ids: bytes, vector_name: bytes) -> bytes:
+    if len(ikm) < 16:
+        raise ValueError(f"mask seed material needs at least 16 bytes; got {len(ikm)}")
+    info = _INFO_PREFIX + purpose + b"/" + ids + b"/" + vector_name
+    return HKDF(algorithm=hashes.SHA256(), length=16, salt=session_id, info=info).derive(ikm)
+
+
+def self_mask_key(seed: bytes, *, session_id: bytes, owner: int, vector_name: bytes = b"") -> bytes:
+    """The AES-128 key of client ``owner``'s self mask PRG(b_u).
+
+    Examples
+    --------
+    >>> self_mask_key(bytes(32), session_id=b"s" * 32, owner=1).hex()[:16]
+    'f70ce59bfc8449d7'
+    """
+    return _derive(seed, session_id, b"self", struct.pack(">I", owner), vector_name)
+
+
+def pairwise_mask_key(
+    shared_secret: bytes, *, session_id: bytes, first: int, second: int, vector_name: bytes = b""
+) -> bytes:
+    """The AES-128 key of the pairwise mask PRG(s_uv); symmetric in the two ids.
+
+    Examples
+    --------
+    >>> k1 = pairwise_mask_key(bytes(32), session_id=b"s" * 32, first=2, second=5)
+    >>> k1 == pairwise_mask_key(bytes(32), session_id=b"s" * 32, first=5, second=2)
+    True
+    """
+    if first == second:
+        raise ValueError(f"a pairwise mask needs two distinct ids; got {first} twice")
+    low, high = sorted((first, second))
+    return _derive(shared_secret, session_id, b"pair", struct.pack(">II", low, high), vector_name)
+
+
+def add_mask(accumulator: RingArray, key: bytes, ring: Ring, *, subtract: bool = False) -> None:
+    """Add (or subtract) the mask expanded from ``key`` to ``accumulator`` in place.
+
+    The accumulator wraps modulo the storage word; call ``ring.normalize`` once at the end.
+
+    Parameters
+    ----------
+    accumulator
+        A 1-D contiguous array of the ring's storage dtype.
+    key
+        A 16-byte mask key from :func:`self_mask_key` or :func:`pairwise_mask_key`.
+    ring
+        The ring (it fixes the word size of the keystream).
+    subtract
+        Subtract the mask instead of adding it.
+
+    Examples
+    --------
+    >>> ring = Ring(32)
+    >>> acc = ring.zeros(5)
+    >>> key = bytes(range(16))
+    >>> add_mask(acc, key, ring)
+    >>> add_mask(acc, key, ring, subtract=True)
+    >>> acc.tolist()
+    [0, 0, 0, 0, 0]
+    """
+    if accumulator.dtype != ring.dtype or accumulator.ndim != 1:
+        raise TypeError(
+            f"accumulator must be a 1-D {ring.dtype} array; got {accumulator.ndim}-D "
+            f"{accumulator.dtype}"
+        )
+    if not accumulator.flags.c_contiguous:
+        raise ValueError("accumulator must be C-contiguous")
+    if len(key) != 16:
+        raise ValueError(f"mask keys are 16 bytes; got {len(key)}")
+    encryptor = Cipher(algorithms.AES(key), modes.CTR(_NONCE)).encryptor()
+    itemsize = accumulator.itemsize
+    chunk_words = _CHUNK_BYTES // itemsize
+    scratch = np.empty(chunk_words, dtype=accumulator.dtype.newbyteorder("<"))
+    scratch_bytes = memoryview(scratch).cast("B")  # type: ignore[arg-type]
+    zeros = memoryview(_ZERO_CHUNK)
+    op = np.subtract if subtract else np.add
+    total = accumulator.size
+    for start in range(0, total, chunk_words):
+        count = min(chunk_words, total - start)
+        encryptor.update_into(zeros[: count * itemsize], scratch_bytes[: count * itemsize])
+        segment = accumulator[start : start + count]
+        op(segment, scratch[:count], out=segment)
+
+
+def expand_mask(key: bytes, ring: Ring, dimension: int) -> RingArray:
+    """The mask vector PRG(key) over Z_M (for tests, audits and known-answer vectors).
+
+    Examples
+    --------
+    >>> expand_mask(bytes(16), Ring(8), 4).tolist()
+    [102, 239, 136, 202]
+    """
+    out = ring.zeros(dimension)
+    add_mask(out, key, ring)
+    return ring.normalize(out)

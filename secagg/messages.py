@@ -1,0 +1,499 @@
+"""Protocol messages and their versioned, compact binary encoding.
+
+Every message is a frozen dataclass validated structurally on construction (types, sizes, id
+ranges). Semantic checks — repeated or unknown ids, overlapping lists — belong to the receiving
+party, so adversarial messages can still be built and tested.
+
+Wire format (little-endian): ``version:u8 ‖ type:u8 ‖ session_id:32 ‖ peer:u32 ‖ body``, where
+peer is the sender of a client-to-server message and the recipient of a server-to-client one.
+Masked vectors are bit-packed to ⌈log₂ M⌉ bits per entry. :func:`decode_message` raises only
+:class:`~secagg.errors.RemoteProtocolError` on any input, never ``IndexError``, ``struct.error``
+or ``KeyError``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import NamedTuple, TypeAlias
+
+import numpy as np
+
+from secagg.errors import RemoteProtocolError
+from secagg.ring import Ring, RingArray
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AdvertiseKeys",
+    "ClientKeys",
+    "EncryptedShares",
+    "ForwardedShares",
+    "KeyDirectory",
+    "MaskedInput",
+    "Message",
+    "MessageType",
+    "UnmaskRequest",
+    "UnmaskResponse",
+    "decode_message",
+]
+
+PROTOCOL_VERSION = 1
+SESSION_ID_BYTES = 32
+PUBLIC_KEY_BYTES = 32
+MAX_ID = 2**31 - 2  # ids are Shamir evaluation points below the prime 2^31 − 1
+_HEADER = struct.Struct("<BB32sI")
+_U8 = struct.Struct("<B")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_ENTRY = struct.Struct("<I32s32s")
+
+
+class MessageType(IntEnum):
+    """Wire type codes, in protocol order."""
+
+    ADVERTISE_KEYS = 1
+    KEY_DIRECTORY = 2
+    ENCRYPTED_SHARES = 3
+    FORWARDED_SHARES = 4
+    MASKED_INPUT = 5
+    UNMASK_REQUEST = 6
+    UNMASK_RESPONSE = 7
+
+
+def _check_id(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
+    if not 1 <= value <= MAX_ID:
+        raise ValueError(f"{name} must lie in [1, {MAX_ID}]; got {value}")
+
+
+def _check_bytes(name: str, value: object, length: int | None = None) -> None:
+    if not isinstance(value, bytes):
+        raise TypeError(f"{name} must be bytes; got {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{name} must be {length} bytes; got {len(value)}")
+
+
+def _check_id_list(name: str, values: object) -> None:
+    if not isinstance(values, tuple):
+        raise TypeError(f"{name} must be a tuple of ids")
+    if len(values) > 2**32 - 1:
+        raise ValueError(f"{name} is too long")
+    for value in values:
+        _check_id(f"{name} entry", value)
+
+
+def _check_blobs(name: str, values: object) -> None:
+    if not isinstance(values, tuple):
+        raise TypeError(f"{name} must be a tuple of (id, bytes) pairs")
+    for entry in values:
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            raise TypeError(f"{name} entries must be (id, bytes) pairs")
+        _check_id(f"{name} id", entry[0])
+        _check_bytes(f"{name} payload", entry[1])
+        if len(entry[1]) > 0xFFFF:
+            raise ValueError(f"{name} payloads hold at most 65535 bytes")
+
+
+def _encode_blobs(values: tuple[tuple[int, bytes], ...]) -> bytes:
+    parts = [_U32.pack(len(values))]
+    for peer, payload in values:
+        parts.append(struct.pack("<IH", peer, len(payload)))
+        parts.append(payload)
+    return b"".join(parts)
+
+
+def _encode_ids(values: tuple[int, ...]) -> bytes:
+    return _U32.pack(len(values)) + np.asarray(values, dtype="<u4").tobytes()
+
+
+class ClientKeys(NamedTuple):
+    """The two public keys one client advertised."""
+
+    encryption_key: bytes
+    mask_key: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AdvertiseKeys:
+    """Phase 0, client → server: the client's two X25519 public keys.
+
+    ``session_id`` is the config digest: the session id does not exist yet.
+    """
+
+    session_id: bytes
+    sender: int
+    encryption_key: bytes
+    mask_key: bytes
+
+    message_type = MessageType.ADVERTISE_KEYS
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("sender", self.sender)
+        _check_bytes("encryption_key", self.encryption_key, PUBLIC_KEY_BYTES)
+        _check_bytes("mask_key", self.mask_key, PUBLIC_KEY_BYTES)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is from."""
+        return self.sender
+
+    def _body(self) -> bytes:
+        return self.encryption_key + self.mask_key
+
+
+@dataclass(frozen=True, slots=True)
+class KeyDirectory:
+    """Phase 0, server → client: every advertised key, sorted by client id.
+
+    ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32`` records, strictly
+    increasing in id; the session id is a hash of it, so all parties hash identical bytes.
+    ``session_id`` is the config digest.
+    """
+
+    session_id: bytes
+    recipient: int
+    entries: bytes
+
+    message_type = MessageType.KEY_DIRECTORY
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("recipient", self.recipient)
+        _check_bytes("entries", self.entries)
+        if len(self.entries) % _ENTRY.size:
+            raise ValueError(f"entries must be a multiple of {_ENTRY.size} bytes")
+        ids = self.ids_array()
+        if ids.size and (ids[0] < 1 or ids[-1] > MAX_ID or (np.diff(ids) <= 0).any()):
+            raise ValueError("directory ids must be strictly increasing in [1, 2^31 − 2]")
+
+    @classmethod
+    def build(cls, session_id: bytes, recipient: int, keys: dict[int, ClientKeys]) -> KeyDirectory:
+        """A directory from a mapping id → keys (sorted here)."""
+        blob = b"".join(
+            _ENTRY.pack(u, keys[u].encryption_key, keys[u].mask_key) for u in sorted(keys)
+        )
+        return cls(session_id, recipient, blob)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is for."""
+        return self.recipient
+
+    def ids_array(self) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
+        """The listed client ids, ascending."""
+        records = np.frombuffer(self.entries, dtype=np.uint8).reshape(-1, _ENTRY.size)
+        return records[:, :4].copy().view("<u4").reshape(-1).astype(np.int64)
+
+    def keys(self) -> dict[int, ClientKeys]:
+        """The directory as a mapping id → keys."""
+        out: dict[int, ClientKeys] = {}
+        for u, c_pk, s_pk in _ENTRY.iter_unpack(self.entries):
+            out[u] = ClientKeys(c_pk, s_pk)
+        return out
+
+    def _body(self) -> bytes:
+        return _U32.pack(len(self.entries) // _ENTRY.size) + self.entries
+
+
+@dataclass(frozen=True, slots=True)
+class EncryptedShares:
+    """Phase 1, client → server: one AEAD ciphertext of Shamir shares per neighbour."""
+
+    session_id: bytes
+    sender: int
+    ciphertexts: tuple[tuple[int, bytes], ...]
+
+    message_type = MessageType.ENCRYPTED_SHARES
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("sender", self.sender)
+        _check_blobs("ciphertexts", self.ciphertexts)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is from."""
+        return self.sender
+
+    def _body(self) -> bytes:
+        return _encode_blobs(self.ciphertexts)
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedShares:
+    """Phase 1, server → client: the ciphertexts addressed to the recipient, by sender.
+
+    The senders are the recipient's neighbours that completed share_keys.
+    """
+
+    session_id: bytes
+    recipient: int
+    ciphertexts: tuple[tuple[int, bytes], ...]
+
+    message_type = MessageType.FORWARDED_SHARES
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("recipient", self.recipient)
+        _check_blobs("ciphertexts", self.ciphertexts)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is for."""
+        return self.recipient
+
+    def _body(self) -> bytes:
+        return _encode_blobs(self.ciphertexts)
+
+
+@dataclass(frozen=True, slots=True)
+class MaskedInput:
+    """Phase 2, client → server: y_u = x_u + masks (mod M), bit-packed on the wire."""
+
+    session_id: bytes
+    sender: int
+    modulus_bits: int
+    vector: RingArray = field(compare=False)
+
+    message_type = MessageType.MASKED_INPUT
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("sender", self.sender)
+        ring = Ring(self.modulus_bits)
+        if not isinstance(self.vector, np.ndarray):
+            raise TypeError("vector must be a numpy array")
+        if self.vector.ndim != 1 or self.vector.dtype != ring.dtype:
+            raise ValueError(f"vector must be a 1-D {ring.dtype} array")
+
+    @property
+    def peer(self) -> int:
+        """The client this message is from."""
+        return self.sender
+
+    def _body(self) -> bytes:
+        ring = Ring(self.modulus_bits)
+        return _U8.pack(self.modulus_bits) + _U64.pack(self.vector.size) + ring.pack(self.vector)
+
+
+@dataclass(frozen=True, slots=True)
+class UnmaskRequest:
+    """Phase 3, server → client: which of the recipient's neighbours survived or dropped.
+
+    The client answers with the self-mask-seed share of each survivor and the mask-key share of
+    each dropped neighbour — never both for one neighbour.
+    """
+
+    session_id: bytes
+    recipient: int
+    survivors: tuple[int, ...]
+    dropped: tuple[int, ...]
+
+    message_type = MessageType.UNMASK_REQUEST
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("recipient", self.recipient)
+        _check_id_list("survivors", self.survivors)
+        _check_id_list("dropped", self.dropped)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is for."""
+        return self.recipient
+
+    def _body(self) -> bytes:
+        return _encode_ids(self.survivors) + _encode_ids(self.dropped)
+
+
+@dataclass(frozen=True, slots=True)
+class UnmaskResponse:
+    """Phase 3, client → server: shares of survivors' self-mask seeds and dropped clients' keys.
+
+    Each entry is (owner id, share bytes); a share is the little-endian ``u32`` field elements
+    of one secret's sub-secret shares.
+    """
+
+    session_id: bytes
+    sender: int
+    seed_shares: tuple[tuple[int, bytes], ...]
+    key_shares: tuple[tuple[int, bytes], ...]
+
+    message_type = MessageType.UNMASK_RESPONSE
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("sender", self.sender)
+        _check_blobs("seed_shares", self.seed_shares)
+        _check_blobs("key_shares", self.key_shares)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is from."""
+        return self.sender
+
+    def _body(self) -> bytes:
+        return _encode_blobs(self.seed_shares) + _encode_blobs(self.key_shares)
+
+
+Message: TypeAlias = (
+    AdvertiseKeys
+    | KeyDirectory
+    | EncryptedShares
+    | ForwardedShares
+    | MaskedInput
+    | UnmaskRequest
+    | UnmaskResponse
+)
+MESSAGE_CLASSES: tuple[type[Message], ...] = (
+    AdvertiseKeys,
+    KeyDirectory,
+    EncryptedShares,
+    ForwardedShares,
+    MaskedInput,
+    UnmaskRequest,
+    UnmaskResponse,
+)
+
+
+def encode_message(message: Message) -> bytes:
+    """The wire bytes of a message.
+
+    Examples
+    --------
+    >>> msg = AdvertiseKeys(bytes(32), 3, bytes(32), bytes(32))
+    >>> data = encode_message(msg)
+    >>> len(data), decode_message(data) == msg
+    (102, True)
+    """
+    header = _HEADER.pack(
+        PROTOCOL_VERSION, int(message.message_type), message.session_id, message.peer
+    )
+    return header + message._body()
+
+
+class _Reader:
+    """Bounds-checked cursor over received bytes; every failure is a RemoteProtocolError."""
+
+    __slots__ = ("data", "offset", "peer")
+
+    def __init__(self, data: bytes, offset: int, peer: int | None) -> None:
+        self.data = data
+        self.offset = offset
+        self.peer = peer
+
+    def fail(self, reason: str) -> RemoteProtocolError:
+        return RemoteProtocolError(f"malformed message: {reason}", peer_id=self.peer)
+
+    def take(self, size: int) -> bytes:
+        if size < 0 or self.offset + size > len(self.data):
+            raise self.fail("truncated")
+        chunk = self.data[self.offset : self.offset + size]
+        self.offset += size
+        return chunk
+
+    def unpack(self, fmt: struct.Struct) -> int:
+        value: int = fmt.unpack(self.take(fmt.size))[0]
+        return value
+
+    def count(self, item_size: int) -> int:
+        count = self.unpack(_U32)
+        if count * item_size > len(self.data) - self.offset:
+            raise self.fail("count exceeds the message length")
+        return count
+
+    def blobs(self) -> tuple[tuple[int, bytes], ...]:
+        count = self.count(6)
+        out = []
+        for _ in range(count):
+            peer = self.unpack(_U32)
+            out.append((peer, self.take(self.unpack(_U16))))
+        return tuple(out)
+
+    def ids(self) -> tuple[int, ...]:
+        count = self.count(4)
+        return tuple(np.frombuffer(self.take(4 * count), dtype="<u4").tolist())
+
+    def finish(self) -> None:
+        if self.offset != len(self.data):
+            raise self.fail(f"{len(self.data) - self.offset} trailing bytes")
+
+
+def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None = None) -> Message:
+    """Decode wire bytes into a message.
+
+    Parameters
+    ----------
+    data
+        The received bytes.
+    peer_id
+        The transport's idea of who sent them, for error attribution (optional).
+
+    Raises
+    ------
+    RemoteProtocolError
+        On any malformed, truncated, non-canonical or unsupported input (and only that).
+
+    Examples
+    --------
+    >>> decode_message(b"\\x01\\x09")
+    Traceback (most recent call last):
+    ...
+    secagg.errors.RemoteProtocolError: malformed message: truncated
+    """
+    data = bytes(data)
+    reader = _Reader(data, 0, peer_id)
+    if len(data) < _HEADER.size:
+        raise reader.fail("truncated")
+    version, type_code, session_id, peer = _HEADER.unpack_from(data)
+    reader.offset = _HEADER.size
+    if peer_id is None:
+        reader.peer = peer
+    if version != PROTOCOL_VERSION:
+        raise RemoteProtocolError(
+            f"unsupported protocol version {version} (this is version {PROTOCOL_VERSION})",
+            peer_id=reader.peer,
+        )
+    try:
+        kind = MessageType(type_code)
+    except ValueError:
+        raise reader.fail(f"unknown message type {type_code}") from None
+    try:
+        message: Message
+        if kind is MessageType.ADVERTISE_KEYS:
+            message = AdvertiseKeys(session_id, peer, reader.take(32), reader.take(32))
+        elif kind is MessageType.KEY_DIRECTORY:
+            count = reader.count(_ENTRY.size)
+            message = KeyDirectory(session_id, peer, reader.take(count * _ENTRY.size))
+        elif kind is MessageType.ENCRYPTED_SHARES:
+            message = EncryptedShares(session_id, peer, reader.blobs())
+        elif kind is MessageType.FORWARDED_SHARES:
+            message = ForwardedShares(session_id, peer, reader.blobs())
+        elif kind is MessageType.MASKED_INPUT:
+            bits = reader.unpack(_U8)
+            if not 1 <= bits <= 64:
+                raise reader.fail(f"modulus bits {bits} outside [1, 64]")
+            ring = Ring(bits)
+            dimension = reader.unpack(_U64)
+            if ring.packed_size(dimension) != len(data) - reader.offset:
+                raise reader.fail("vector length does not match its dimension")
+            vector = ring.unpack(reader.take(ring.packed_size(dimension)), dimension)
+            message = MaskedInput(session_id, peer, bits, vector)
+        elif kind is MessageType.UNMASK_REQUEST:
+            message = UnmaskRequest(session_id, peer, reader.ids(), reader.ids())
+        else:
+            message = UnmaskResponse(session_id, peer, reader.blobs(), reader.blobs())
+        reader.finish()
+    except (ValueError, TypeError) as exc:
+        raise reader.fail(str(exc)) from None
+    return message
+
+
+def iter_ids(entries: Iterable[tuple[int, bytes]]) -> list[int]:
+    """The ids of a list of (id, payload) pairs, in order."""
+    return [peer for peer, _ in entries]

@@ -1,0 +1,313 @@
+"""``secure_sum``: the real client and server state machines, run in memory.
+
+Every message goes through its wire encoding (``encode_message`` → bytes → ``decode_message``),
+exactly as over a network, so the runner also measures bytes on the wire. Clients receive their
+input only when the masked-input phase reaches them and forget it after masking, and the server
+sums masked inputs as they arrive, so memory stays O(n·k + d) beyond the caller's own inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from secagg.client import Client, ClientState
+from secagg.config import SecAggConfig
+from secagg.errors import ProtocolError
+from secagg.messages import Message, decode_message, encode_message
+from secagg.randomness import KeystreamRandom
+from secagg.ring import Ring, RingArray
+from secagg.server import Server, ServerState
+
+__all__ = ["PHASES", "SecureSumResult", "default_threshold", "secure_sum"]
+
+logger = logging.getLogger(__name__)
+
+PHASES = ("advertise_keys", "share_keys", "masked_input", "unmask")
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SecureSumResult:
+    """The outcome of :func:`secure_sum`.
+
+    Attributes
+    ----------
+    total
+        Σ inputs[i] mod M over ``survivors``, as ring elements (uint32 or uint64).
+    survivors
+        Indices of the clients whose inputs are in ``total``, ascending.
+    dropped
+        Indices of all other clients, ascending.
+    modulus_bits, threshold, neighbors
+        The round's parameters (``neighbors=None``: complete graph).
+    seed
+        The seed the round ran with (``None``: fresh randomness, not reproducible).
+    client_seconds, server_seconds, transport_seconds
+        Wall time per phase: all clients' computation, the server's, and encoding/decoding.
+    upload_bytes, download_bytes
+        Bytes per phase sent by clients to the server and by the server to clients.
+    """
+
+    total: RingArray
+    survivors: tuple[int, ...]
+    dropped: tuple[int, ...]
+    modulus_bits: int
+    threshold: int
+    neighbors: int | None
+    seed: int | None
+    client_seconds: dict[str, float] = field(default_factory=dict)
+    server_seconds: dict[str, float] = field(default_factory=dict)
+    transport_seconds: dict[str, float] = field(default_factory=dict)
+    upload_bytes: dict[str, int] = field(default_factory=dict)
+    download_bytes: dict[str, int] = field(default_factory=dict)
+
+    def centered(self) -> NDArray[np.int64]:
+        """The total as centred representatives in [-M/2, M/2).
+
+        Examples
+        --------
+        >>> secure_sum([[-3], [1]], seed=0).centered().tolist()
+        [-2]
+        """
+        return Ring(self.modulus_bits).centered(self.total)
+
+
+def default_threshold(num_clients: int, neighbors: int | None) -> int:
+    """The threshold used when none is given: a majority of each client's neighbours.
+
+    ``⌊k/2⌋ + 1`` with k = n − 1 on the complete graph, or the Harary degree (shares go to the
+    k neighbours, not to the client itself; cf. Bonawitz et al. 2017, who take t > n/2).
+
+    Examples
+    --------
+    >>> default_threshold(100, None), default_threshold(100, 14), default_threshold(2, None)
+    (50, 8, 1)
+    """
+    degree = num_clients - 1 if neighbors is None else min(neighbors, num_clients - 1)
+    return max(1, min(degree // 2 + 1, degree))
+
+
+def _parse_dropouts(
+    dropouts: Mapping[str, Iterable[int]] | None, num_clients: int
+) -> dict[int, str]:
+    if dropouts is None:
+        return {}
+    if not isinstance(dropouts, Mapping):
+        raise TypeError("dropouts must map a phase name to client indices")
+    phase_of: dict[int, str] = {}
+    for phase, indices in dropouts.items():
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}; phases are {', '.join(PHASES)}")
+        for index in indices:
+            if isinstance(index, bool) or not isinstance(index, int | np.integer):
+                raise TypeError(f"client indices must be ints; got {index!r}")
+            if not 0 <= index < num_clients:
+                raise ValueError(f"client index {index} outside [0, {num_clients})")
+            if int(index) in phase_of:
+                raise ValueError(
+                    f"client {index} drops twice ({phase_of[int(index)]!r} and {phase!r})"
+                )
+            phase_of[int(index)] = phase
+    return phase_of
+
+
+class _Network:
+    """Delivers messages as bytes and keeps the books (times and byte counts per phase)."""
+
+    def __init__(self, server: Server, clients: dict[int, Client]) -> None:
+        self.server = server
+        self.clients = clients
+        self.client_seconds = dict.fromkeys(PHASES, 0.0)
+        self.server_seconds = dict.fromkeys(PHASES, 0.0)
+        self.transport_seconds = dict.fromkeys(PHASES, 0.0)
+        self.upload = dict.fromkeys(PHASES, 0)
+        self.download = dict.fromkeys(PHASES, 0)
+
+    def _wire(self, message: Message, phase: str, upload: bool) -> Message:
+        start = time.perf_counter()
+        data = encode_message(message)
+        decoded = decode_message(data)
+        self.transport_seconds[phase] += time.perf_counter() - start
+        (self.upload if upload else self.download)[phase] += len(data)
+        return decoded
+
+    def to_server(self, messages: list[Message], phase: str) -> list[Message]:
+        out: list[Message] = []
+        for message in messages:
+            decoded = self._wire(message, phase, upload=True)
+            start = time.perf_counter()
+            try:
+                out.extend(self.server.receive(decoded))
+            finally:
+                self.server_seconds[phase] += time.perf_counter() - start
+        return out
+
+    def to_client(self, message: Message, phase: str) -> list[Message]:
+        decoded = self._wire(message, phase, upload=False)
+        client = self.clients[decoded.peer]
+        start = time.perf_counter()
+        try:
+            return client.receive(decoded)
+        except ProtocolError as exc:
+            logger.warning("client %d aborted in %s: %s", decoded.peer, phase, exc)
+            return []
+        finally:
+            self.client_seconds[phase] += time.perf_counter() - start
+
+    def close(self, phase: str, expected_state: ServerState) -> list[Message]:
+        if self.server.state is not expected_state:
+            return []  # the phase already closed when its last expected message arrived
+        start = time.perf_counter()
+        try:
+            return self.server.close_phase()
+        finally:
+            self.server_seconds[phase] += time.perf_counter() - start
+
+
+def secure_sum(
+    inputs: Sequence[ArrayLike] | NDArray[np.integer],
+    *,
+    modulus_bits: int = 32,
+    threshold: int | None = None,
+    neighbors: int | None = None,
+    dropouts: Mapping[str, Iterable[int]] | None = None,
+    seed: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> SecureSumResult:
+    """Securely sum integer vectors of n clients modulo 2^modulus_bits, in memory.
+
+    Runs the real :class:`~secagg.Client` and :class:`~secagg.Server` state machines, every
+    message through its binary encoding. Client ``i`` has id ``i + 1``.
+
+    Parameters
+    ----------
+    inputs
+        n integer vectors of one length d (or an (n, d) integer array), values in [-M/2, M).
+    modulus_bits
+        b, with M = 2^b (1 ≤ b ≤ 64).
+    threshold
+        Shamir threshold t; default :func:`default_threshold`.
+    neighbors
+        ``None``: complete graph (SecAgg). An even int k: SecAgg+ on a random Harary graph of
+        degree k (complete if k ≥ n − 1).
+    dropouts
+        Phase name → client indices that vanish before sending that phase's message (and never
+        come back). Phases: ``"advertise_keys"``, ``"share_keys"``, ``"masked_input"``,
+        ``"unmask"``. A client dropping at ``"unmask"`` has its input in the total.
+    seed
+        Seed for every party's cryptographic randomness (reproducible runs); ``None`` draws fresh
+        randomness from the operating system.
+    progress
+        Optional callback ``(phase, done, total)`` called as clients are processed.
+
+    Returns
+    -------
+    SecureSumResult
+        The total over the survivors, the survivor and dropout indices, timings and bytes.
+
+    Raises
+    ------
+    TooFewSurvivorsError
+        If too few clients survive a phase for the threshold: the round aborts cleanly.
+    TypeError, ValueError
+        On malformed inputs or parameters.
+
+    Examples
+    --------
+    >>> result = secure_sum([[1, 2], [3, 4], [5, 6], [7, 8]], dropouts={"masked_input": [3]},
+    ...                     seed=1)
+    >>> result.total.tolist(), result.survivors, result.dropped
+    ([9, 12], (0, 1, 2), (3,))
+    """
+    vectors = [np.asarray(v) for v in inputs]
+    n = len(vectors)
+    if n < 2:
+        raise ValueError(f"a secure sum needs at least 2 clients; got {n}")
+    dimension = vectors[0].size
+    for i, vector in enumerate(vectors):
+        if vector.ndim != 1 or vector.size != dimension:
+            raise ValueError(
+                f"input {i} has shape {vector.shape}; every input must be 1-D of length {dimension}"
+            )
+    if dimension == 0:
+        raise ValueError("inputs must have at least one entry")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"seed must be an int or None; got {type(seed).__name__}")
+    drop_phase = _parse_dropouts(dropouts, n)
+    if threshold is None:
+        threshold = default_threshold(n, neighbors)
+    root = KeystreamRandom(seed, label=b"secagg-dp/v1/secure-sum")
+    config = SecAggConfig(
+        dimension=dimension,
+        threshold=threshold,
+        modulus_bits=modulus_bits,
+        neighbors=neighbors,
+        round_nonce=root.random_bytes(16),
+    )
+    # Validate every input before any cryptography runs.
+    vectors = [config.ring.check(vector) for vector in vectors]
+    ids = list(range(1, n + 1))
+    clients = {u: Client(config, u, random_source=root.spawn(b"client/%d" % u)) for u in ids}
+    server = Server(config, ids)
+    net = _Network(server, clients)
+
+    def gone(u: int, phase: str) -> bool:
+        dropped_at = drop_phase.get(u - 1)
+        return dropped_at is not None and PHASES.index(dropped_at) <= PHASES.index(phase)
+
+    def report(phase: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress(phase, done, total)
+
+    # Phase 0: advertise keys.
+    phase = PHASES[0]
+    outbox: list[Message] = []
+    for done, u in enumerate(ids, 1):
+        if not gone(u, phase):
+            start = time.perf_counter()
+            advert = clients[u].start()
+            net.client_seconds[phase] += time.perf_counter() - start
+            outbox.extend(net.to_server(advert, phase))
+        report(phase, done, n)
+    outbox.extend(net.close(phase, ServerState.COLLECTING_KEYS))
+
+    # Phases 1–3: each server message reaches its client, whose reply goes straight back.
+    states = (
+        ServerState.COLLECTING_SHARES,
+        ServerState.COLLECTING_MASKED_INPUTS,
+        ServerState.COLLECTING_UNMASK_RESPONSES,
+    )
+    for phase, state in zip(PHASES[1:], states, strict=True):
+        inbox, outbox = outbox, []
+        for done, message in enumerate(inbox, 1):
+            u = message.peer
+            if not gone(u, phase) and clients[u].state is not ClientState.ABORTED:
+                if phase == "masked_input":
+                    clients[u].set_input(vectors[u - 1])
+                replies = net.to_client(message, phase)
+                outbox.extend(net.to_server(replies, phase))
+            report(phase, done, len(inbox))
+        outbox.extend(net.close(phase, state))
+
+    result = server.result
+    return SecureSumResult(
+        total=result.total,
+        survivors=tuple(u - 1 for u in result.survivors),
+        dropped=tuple(u - 1 for u in result.dropped),
+        modulus_bits=modulus_bits,
+        threshold=threshold,
+        neighbors=neighbors,
+        seed=seed,
+        client_seconds=net.client_seconds,
+        server_seconds=net.server_seconds,
+        transport_seconds=net.transport_seconds,
+        upload_bytes=net.upload,
+        download_bytes=net.download,
+    )

@@ -1,0 +1,579 @@
+"""The SecAgg / SecAgg+ server: a sans-I/O state machine (Bonawitz et al. 2017, Fig. 4).
+
+The server relays everything between clients. It moves through four collecting phases; a phase
+ends when every client expected in it has answered (the reply that completes it returns the next
+phase's messages) or when the driver calls :meth:`Server.close_phase` because its deadline passed.
+Clients that did not answer are dropouts of that phase.
+
+Masked inputs are added into one accumulator as they arrive (memory O(d), not O(n·d)). At the end
+the server reconstructs the self-mask seed of every client whose input is in the sum and the mask
+key of every client that dropped after sharing keys — never both for one client — and regenerates
+only the masks it must remove.
+
+A peer's invalid message raises :class:`~secagg.errors.RemoteProtocolError` naming the peer and
+is recorded in :attr:`Server.faults`; the peer is excluded where that is still possible, but the
+round goes on: one client must not be able to abort everyone's aggregation. Local misuse and
+round-fatal conditions (too few survivors) abort the server, after which every call raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from secagg import shamir
+from secagg._session import (
+    SHARE_CIPHERTEXT_BYTES,
+    decode_share,
+    session_id,
+)
+from secagg.config import SecAggConfig
+from secagg.errors import (
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    TooFewSurvivorsError,
+)
+from secagg.graph import CommunicationGraph, build_graph
+from secagg.keys import KEY_BYTES, agree, public_key
+from secagg.masks import add_mask, pairwise_mask_key, self_mask_key
+from secagg.messages import (
+    AdvertiseKeys,
+    ClientKeys,
+    EncryptedShares,
+    ForwardedShares,
+    KeyDirectory,
+    MaskedInput,
+    Message,
+    UnmaskRequest,
+    UnmaskResponse,
+    decode_message,
+    encode_message,
+)
+from secagg.ring import RingArray
+
+__all__ = ["SecAggResult", "Server", "ServerState"]
+
+logger = logging.getLogger(__name__)
+
+# A fixed scalar used only to test advertised keys: X25519 with a low-order point yields zero.
+_KEY_CHECK_SCALAR = bytes(31) + b"\x01"
+
+
+class ServerState(Enum):
+    """Where the server is in the protocol; the four collecting states are the phases."""
+
+    COLLECTING_KEYS = "advertise_keys"
+    COLLECTING_SHARES = "share_keys"
+    COLLECTING_MASKED_INPUTS = "masked_input"
+    COLLECTING_UNMASK_RESPONSES = "unmask"
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+
+
+_PHASES = (
+    ServerState.COLLECTING_KEYS,
+    ServerState.COLLECTING_SHARES,
+    ServerState.COLLECTING_MASKED_INPUTS,
+    ServerState.COLLECTING_UNMASK_RESPONSES,
+)
+# The phase index at which the server accepts each client message type.
+_PHASE_OF: dict[type, int] = {
+    AdvertiseKeys: 0,
+    EncryptedShares: 1,
+    MaskedInput: 2,
+    UnmaskResponse: 3,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SecAggResult:
+    """The outcome of a completed round.
+
+    Attributes
+    ----------
+    total
+        Σ x_u mod M over ``survivors`` (ring dtype).
+    survivors
+        Ids whose inputs are in the total (they sent a masked input), ascending.
+    dropped
+        Every other expected id, ascending.
+    phase_participants
+        For each phase name, the ids that completed it.
+    """
+
+    total: RingArray
+    survivors: tuple[int, ...]
+    dropped: tuple[int, ...]
+    phase_participants: dict[str, tuple[int, ...]]
+
+
+class Server:
+    """The SecAgg / SecAgg+ server.
+
+    Parameters
+    ----------
+    config
+        The round's public parameters.
+    client_ids
+        The ids of the clients invited to this round.
+
+    Examples
+    --------
+    >>> from secagg.client import Client
+    >>> cfg = SecAggConfig(dimension=3, threshold=2)
+    >>> clients = {u: Client(cfg, u, input_vector=[u, 0, 1]) for u in (1, 2, 3)}
+    >>> server = Server(cfg, clients)
+    >>> outbox = [m for c in clients.values() for m in c.start()]
+    >>> while outbox:
+    ...     replies = [r for m in outbox for r in server.receive(m)]
+    ...     outbox = [r for m in replies for r in clients[m.peer].receive(m)]
+    >>> server.state.name, server.result.total.tolist()
+    ('COMPLETED', [6, 0, 3])
+    """
+
+    def __init__(self, config: SecAggConfig, client_ids: Iterable[int]) -> None:
+        if not isinstance(config, SecAggConfig):
+            raise TypeError(f"config must be a SecAggConfig; got {type(config).__name__}")
+        ids = [int(u) for u in client_ids]
+        if len(set(ids)) != len(ids):
+            raise ValueError("client ids must be distinct")
+        if any(not 1 <= u <= 2**31 - 2 for u in ids):
+            raise ValueError("client ids must lie in [1, 2^31 − 2]")
+        if len(ids) < config.threshold + 1:
+            raise ValueError(
+                f"{len(ids)} clients cannot meet threshold t={config.threshold}: each client "
+                "needs at least t neighbours, so at least t + 1 clients"
+            )
+        self.config = config
+        self.client_ids = frozenset(ids)
+        self._ring = config.ring
+        self._state = ServerState.COLLECTING_KEYS
+        self._abort_reason: str | None = None
+        self.faults: list[RemoteProtocolError] = []
+        self._session_id = b""
+        self._graph: CommunicationGraph | None = None
+        self._keys: dict[int, ClientKeys] = {}
+        self._share_messages: dict[int, EncryptedShares] = {}
+        self._shared: frozenset[int] = frozenset()
+        self._accumulator: RingArray | None = None
+        self._masked: set[int] = set()
+        self._requests: dict[int, UnmaskRequest] = {}
+        self._responded: set[int] = set()
+        self._seed_shares: dict[int, dict[int, np.ndarray]] = {}
+        self._key_shares: dict[int, dict[int, np.ndarray]] = {}
+        self._excluded: set[int] = set()
+        self._result: SecAggResult | None = None
+        self.reconstructed_seed_owners: frozenset[int] = frozenset()
+        self.reconstructed_key_owners: frozenset[int] = frozenset()
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ServerState:
+        """The current state."""
+        return self._state
+
+    @property
+    def abort_reason(self) -> str | None:
+        """Why the round aborted, if it did."""
+        return self._abort_reason
+
+    @property
+    def session_id(self) -> bytes | None:
+        """The session id, once the key phase has closed."""
+        return self._session_id or None
+
+    @property
+    def graph(self) -> CommunicationGraph | None:
+        """The communication graph, once the key phase has closed."""
+        return self._graph
+
+    @property
+    def result(self) -> SecAggResult:
+        """The result of a completed round.
+
+        Raises
+        ------
+        LocalProtocolError
+            If the round has not completed.
+        """
+        if self._result is None:
+            raise LocalProtocolError(f"no result in state {self._state.name}")
+        return self._result
+
+    def expected(self) -> frozenset[int]:
+        """The clients whose message the current phase still waits for."""
+        return self._expected_in_phase() - self._answered_in_phase()
+
+    def receive(self, message: Message) -> list[Message]:
+        """Process one client message; return the messages to send (possibly empty).
+
+        Raises
+        ------
+        RemoteProtocolError
+            If the message is invalid; it is recorded in :attr:`faults` and ignored, and the
+            server carries on.
+        TooFewSurvivorsError
+            If the phase this message completed leaves too few clients; the server aborts.
+        LocalProtocolError
+            If the server has aborted.
+        """
+        self._raise_if_aborted()
+        phase = _PHASE_OF.get(type(message))
+        if phase is None:
+            raise self._fault(
+                f"unexpected {type(message).__name__} at the server",
+                getattr(message, "peer", None),
+            )
+        current = self._phase_index()
+        if phase < current:
+            logger.debug("late %s from %d ignored", type(message).__name__, message.peer)
+            return []
+        if phase > current:
+            raise self._fault(
+                f"{type(message).__name__} sent during phase {self._state.value}", message.peer
+            )
+        handler = _HANDLERS[phase]
+        if handler(self, message):
+            return self._guarded(self._advance)
+        return []
+
+    def receive_bytes(self, data: bytes, *, peer_id: int | None = None) -> list[bytes]:
+        """Decode wire bytes, process them, and encode the outgoing messages.
+
+        Each outgoing message names its recipient in its header (``decode_message(b).peer``).
+        """
+        self._raise_if_aborted()
+        try:
+            message = decode_message(data, peer_id=peer_id)
+        except RemoteProtocolError as exc:
+            self.faults.append(exc)
+            raise
+        return [encode_message(m) for m in self.receive(message)]
+
+    def close_phase(self) -> list[Message]:
+        """End the current phase now (its deadline passed): the silent clients dropped out.
+
+        Returns
+        -------
+        list of Message
+            The next phase's messages (none once the round completes).
+
+        Raises
+        ------
+        TooFewSurvivorsError
+            If too few clients remain; the server aborts.
+        LocalProtocolError
+            If no phase is open.
+        """
+        self._raise_if_aborted()
+        if self._state is ServerState.COMPLETED:
+            raise LocalProtocolError("the round has already completed")
+        return self._guarded(self._advance)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _phase_index(self) -> int:
+        return _PHASES.index(self._state) if self._state in _PHASES else len(_PHASES)
+
+    def _raise_if_aborted(self) -> None:
+        if self._state is ServerState.ABORTED:
+            raise LocalProtocolError(f"the server aborted: {self._abort_reason}")
+
+    def _fault(self, reason: str, peer: int | None) -> RemoteProtocolError:
+        error = RemoteProtocolError(reason, peer_id=peer)
+        self.faults.append(error)
+        logger.warning("%s", error)
+        return error
+
+    def _guarded(self, step: Callable[[], list[Message]]) -> list[Message]:
+        try:
+            return step()
+        except ProtocolError as exc:
+            self._state = ServerState.ABORTED
+            self._abort_reason = str(exc)
+            self._accumulator = None
+            self._seed_shares.clear()
+            self._key_shares.clear()
+            logger.warning("round aborted: %s", exc)
+            raise
+
+    def _expected_in_phase(self) -> frozenset[int]:
+        index = self._phase_index()
+        if index == 0:
+            return self.client_ids
+        if index == 1:
+            return frozenset(self._keys)
+        if index == 2:
+            return self._shared
+        if index == 3:
+            return frozenset(self._requests)
+        return frozenset()
+
+    def _answered_in_phase(self) -> frozenset[int]:
+        answered: Iterable[int] = (
+            self._keys,
+            self._share_messages,
+            self._masked,
+            self._responded,
+            (),
+        )[self._phase_index()]
+        return frozenset(answered) | (self._excluded & self._expected_in_phase())
+
+    def _check_sender(self, message: Message, session: bytes) -> None:
+        """Validate the envelope: session, membership of this phase, not excluded."""
+        sender = message.peer
+        if message.session_id != session:
+            raise self._fault("message from another session or phase", sender)
+        if sender not in self._expected_in_phase():
+            raise self._fault(f"client {sender} is not part of phase {self._state.value}", sender)
+        if sender in self._excluded:
+            raise self._fault("message from an excluded client", sender)
+
+    def _all_answered(self) -> bool:
+        return not self.expected()
+
+    def _on_advertise_keys(self, message: Message) -> bool:
+        assert isinstance(message, AdvertiseKeys)
+        self._check_sender(message, self.config.digest)
+        keys = ClientKeys(message.encryption_key, message.mask_key)
+        previous = self._keys.get(message.sender)
+        if previous is not None:
+            if previous != keys:
+                raise self._fault("conflicting second key advertisement", message.sender)
+            return False
+        for key in keys:
+            try:
+                agree(_KEY_CHECK_SCALAR, key)
+            except RemoteProtocolError:
+                self._excluded.add(message.sender)
+                raise self._fault("advertised a low-order public key", message.sender) from None
+        self._keys[message.sender] = keys
+        return self._all_answered()
+
+    def _on_encrypted_shares(self, message: Message) -> bool:
+        assert isinstance(message, EncryptedShares)
+        self._check_sender(message, self._session_id)
+        sender = message.sender
+        previous = self._share_messages.get(sender)
+        if previous is not None:
+            if previous != message:
+                raise self._fault("conflicting second share message", sender)
+            return False
+        assert self._graph is not None
+        recipients = tuple(v for v, _ in message.ciphertexts)
+        if recipients != self._graph.neighbors(sender):
+            self._excluded.add(sender)
+            raise self._fault("shares must go to exactly the sender's neighbours, in order", sender)
+        if any(len(ct) != SHARE_CIPHERTEXT_BYTES for _, ct in message.ciphertexts):
+            self._excluded.add(sender)
+            raise self._fault("share ciphertext of the wrong length", sender)
+        self._share_messages[sender] = message
+        return self._all_answered()
+
+    def _on_masked_input(self, message: Message) -> bool:
+        assert isinstance(message, MaskedInput)
+        self._check_sender(message, self._session_id)
+        sender = message.sender
+        if sender in self._masked:
+            logger.debug("duplicate masked input from %d ignored", sender)
+            return False
+        if message.modulus_bits != self.config.modulus_bits:
+            self._excluded.add(sender)
+            raise self._fault(f"masked input over 2^{message.modulus_bits}", sender)
+        if message.vector.size != self.config.dimension:
+            self._excluded.add(sender)
+            raise self._fault(f"masked input of dimension {message.vector.size}", sender)
+        assert self._accumulator is not None
+        np.add(self._accumulator, message.vector, out=self._accumulator)
+        self._masked.add(sender)
+        return self._all_answered()
+
+    def _on_unmask_response(self, message: Message) -> bool:
+        assert isinstance(message, UnmaskResponse)
+        self._check_sender(message, self._session_id)
+        sender = message.sender
+        if sender in self._responded:
+            logger.debug("duplicate unmask response from %d ignored", sender)
+            return False
+        request = self._requests[sender]
+        seed_owners = [v for v, _ in message.seed_shares]
+        key_owners = [v for v, _ in message.key_shares]
+        if seed_owners != list(request.survivors) or key_owners != list(request.dropped):
+            self._excluded.add(sender)
+            raise self._fault("unmask response does not match the request", sender)
+        decoded: list[tuple[dict[int, dict[int, np.ndarray]], int, np.ndarray]] = []
+        for store, entries in (
+            (self._seed_shares, message.seed_shares),
+            (self._key_shares, message.key_shares),
+        ):
+            for owner, data in entries:
+                values = decode_share(data)
+                if values is None:
+                    self._excluded.add(sender)
+                    raise self._fault(f"malformed share of client {owner}", sender)
+                decoded.append((store, owner, values))
+        for store, owner, values in decoded:
+            store.setdefault(owner, {})[sender] = values
+        self._responded.add(sender)
+        return self._all_answered()
+
+    def _advance(self) -> list[Message]:
+        index = self._phase_index()
+        if index == 0:
+            return self._close_keys()
+        if index == 1:
+            return self._close_shares()
+        if index == 2:
+            return self._close_masked_inputs()
+        self._finish()
+        return []
+
+    def _close_keys(self) -> list[Message]:
+        t = self.config.threshold
+        if len(self._keys) < t + 1:
+            raise TooFewSurvivorsError(
+                f"only {len(self._keys)} clients advertised keys; threshold t={t} needs at "
+                f"least {t + 1}"
+            )
+        directory = KeyDirectory.build(self.config.digest, min(self._keys), self._keys)
+        self._session_id = session_id(self.config.digest, directory.entries)
+        self._graph = build_graph(self._keys, self.config.neighbors, self._session_id)
+        self._state = ServerState.COLLECTING_SHARES
+        logger.info("keys: %d of %d clients advertised", len(self._keys), len(self.client_ids))
+        return [KeyDirectory(self.config.digest, u, directory.entries) for u in sorted(self._keys)]
+
+    def _close_shares(self) -> list[Message]:
+        assert self._graph is not None
+        graph, t = self._graph, self.config.threshold
+        # Peel clients left with fewer than t sharing neighbours: their secrets could never be
+        # recovered, so they must not enter the sum (iterate: removals cascade).
+        shared = set(self._share_messages)
+        changed = True
+        while changed:
+            weak = {u for u in shared if len(shared.intersection(graph.neighbors(u))) < t}
+            shared -= weak
+            changed = bool(weak)
+        if len(shared) < t + 1:
+            raise TooFewSurvivorsError(
+                f"only {len(shared)} clients shared keys with ≥ t={t} sharing neighbours; "
+                f"need at least {t + 1}"
+            )
+        self._shared = frozenset(shared)
+        inbox: dict[int, list[tuple[int, bytes]]] = {u: [] for u in shared}
+        for sender in sorted(shared):
+            for recipient, ciphertext in self._share_messages[sender].ciphertexts:
+                if recipient in inbox:
+                    inbox[recipient].append((sender, ciphertext))
+        self._accumulator = self._ring.zeros(self.config.dimension)
+        self._state = ServerState.COLLECTING_MASKED_INPUTS
+        logger.info("share_keys: %d clients continue", len(shared))
+        return [ForwardedShares(self._session_id, u, tuple(inbox[u])) for u in sorted(shared)]
+
+    def _close_masked_inputs(self) -> list[Message]:
+        assert self._graph is not None
+        graph, t = self._graph, self.config.threshold
+        survivors = self._masked
+        if not survivors:
+            raise TooFewSurvivorsError("no client sent a masked input")
+        dropped = self._shared - survivors
+        for u in sorted(self._shared):
+            alive = len(survivors.intersection(graph.neighbors(u)))
+            needed = u in survivors or alive > 0
+            if needed and alive < t:
+                what = "self-mask seed" if u in survivors else "mask key"
+                raise TooFewSurvivorsError(
+                    f"client {u} has {alive} surviving neighbours; its {what} needs t={t} shares"
+                )
+        requests = {}
+        for u in sorted(survivors):
+            neighbors = graph.neighbors(u)
+            requests[u] = UnmaskRequest(
+                self._session_id,
+                u,
+                tuple(v for v in neighbors if v in survivors),
+                tuple(v for v in neighbors if v in dropped),
+            )
+        self._requests = requests
+        self._share_messages.clear()
+        self._state = ServerState.COLLECTING_UNMASK_RESPONSES
+        logger.info("masked_input: %d survivors, %d dropped", len(survivors), len(dropped))
+        return list(requests.values())
+
+    def _reconstruct(self, owner: int, shares: dict[int, np.ndarray], what: str) -> bytes:
+        t = self.config.threshold
+        if len(shares) < t:
+            raise TooFewSurvivorsError(
+                f"{len(shares)} shares of client {owner}'s {what} arrived; t={t} are needed"
+            )
+        holders = sorted(shares)[:t]
+        values = np.stack([shares[h] for h in holders])
+        try:
+            return shamir.join_secret(shamir.reconstruct(holders, values), KEY_BYTES)
+        except ValueError:
+            raise RemoteProtocolError(
+                f"shares of client {owner}'s {what} are inconsistent", peer_id=None
+            ) from None
+
+    def _finish(self) -> None:
+        assert self._graph is not None and self._accumulator is not None
+        graph, ring, name = self._graph, self._ring, self.config.vector_name
+        survivors = frozenset(self._masked)
+        dropped = self._shared - survivors
+        total = self._accumulator
+        self.reconstructed_seed_owners = survivors
+        for u in sorted(survivors):
+            seed = self._reconstruct(u, self._seed_shares.get(u, {}), "self-mask seed")
+            key = self_mask_key(seed, session_id=self._session_id, owner=u, vector_name=name)
+            add_mask(total, key, ring, subtract=True)
+        recovered = set()
+        for v in sorted(dropped):
+            alive = [u for u in graph.neighbors(v) if u in survivors]
+            if not alive:
+                continue
+            secret = self._reconstruct(v, self._key_shares.get(v, {}), "mask key")
+            if public_key(secret) != self._keys[v].mask_key:
+                raise RemoteProtocolError(
+                    f"reconstructed mask key of client {v} does not match its public key",
+                    peer_id=None,
+                )
+            recovered.add(v)
+            for u in alive:
+                shared = agree(secret, self._keys[u].mask_key, peer_id=u)
+                key = pairwise_mask_key(
+                    shared, session_id=self._session_id, first=u, second=v, vector_name=name
+                )
+                # u added +PRG(s_uv) if v > u, −PRG(s_uv) if v < u: remove exactly that.
+                add_mask(total, key, ring, subtract=v > u)
+        self.reconstructed_key_owners = frozenset(recovered)
+        ring.normalize(total)
+        phases = {
+            "advertise_keys": tuple(sorted(self._keys)),
+            "share_keys": tuple(sorted(self._shared)),
+            "masked_input": tuple(sorted(survivors)),
+            "unmask": tuple(sorted(self._responded)),
+        }
+        self._result = SecAggResult(
+            total=total,
+            survivors=tuple(sorted(survivors)),
+            dropped=tuple(sorted(self.client_ids - survivors)),
+            phase_participants=phases,
+        )
+        self._accumulator = None
+        self._seed_shares.clear()
+        self._key_shares.clear()
+        self._state = ServerState.COMPLETED
+        logger.info("unmask: %d responded; round completed", len(self._responded))
+
+
+_HANDLERS = (
+    Server._on_advertise_keys,
+    Server._on_encrypted_shares,
+    Server._on_masked_input,
+    Server._on_unmask_response,
+)
