@@ -33,6 +33,7 @@ RingArray = NDArray[np.uint32] | NDArray[np.uint64]
 
 # Largest |x·scale| for which float64 still resolves the 2^-32 rounding grid well enough.
 _MAX_SCALED = float(2**52)
+_ROUNDING_CHUNK = 1 << 15  # elements per chunk: the float scratch stays in L2
 
 
 class HeadroomError(ValueError):
@@ -194,12 +195,11 @@ secagg.Quantizer first
         >>> Ring(64).centered(np.array([2**64 - 5], dtype=np.uint64)).tolist()
         [-5]
         """
-        arr = np.asarray(values)
-        if self.bits == 64:
-            return arr.astype(np.uint64).view(np.int64).copy()
-        out = arr.astype(np.int64)
-        out[out >= (1 << (self.bits - 1))] -= self.modulus
-        return out
+        # Sign-extend from bit b − 1: shift the residue to the top of a 64-bit word, reinterpret
+        # as signed, and shift back arithmetically.
+        shift = np.uint64(64 - self.bits)
+        wide = np.left_shift(np.asarray(values).astype(np.uint64), shift).view(np.int64)
+        return np.right_shift(wide, np.int64(64 - self.bits))
 
     def packed_size(self, dimension: int) -> int:
         """Bytes of a bit-packed vector: ⌈dimension · bits / 8⌉.
@@ -418,7 +418,16 @@ class Quantizer:
         scale = math.floor(max_abs / clip) if max_abs / clip >= 1 else max_abs / clip
         return cls(clip=clip, scale=float(scale))
 
-    def _scaled(self, values: ArrayLike, rng: RandomSource | int | None) -> NDArray[np.float64]:
+    def _round_into(
+        self,
+        values: ArrayLike,
+        out: NDArray[np.int32] | NDArray[np.int64],
+        rng: RandomSource | int | None,
+    ) -> None:
+        """Write floor(clip(x)·scale + u) into ``out``, chunk by chunk.
+
+        Each chunk's scratch stays in cache, so the vector is read once and written once.
+        """
         x = np.asarray(values, dtype=np.float64)
         if x.ndim != 1:
             raise ValueError(f"expected a 1-D float vector, got shape {x.shape}")
@@ -426,15 +435,22 @@ class Quantizer:
             bad = int(np.flatnonzero(~np.isfinite(x))[0])
             raise ValueError(f"non-finite value {x[bad]} at index {bad}")
         source = _as_random_source(rng)
-        y = np.multiply(x, self.scale)
         limit = self.clip * self.scale
-        np.clip(y, -limit, limit, out=y)
-        uniform = np.empty(x.size, dtype=np.uint32)
-        source.fill(uniform)
-        # floor(y + u) with u = r / 2^32: P[round up] = frac(y) up to the 2^-32 grid.
-        y += uniform * (1.0 / 2**32)
-        np.floor(y, out=y)
-        return y
+        chunk = min(_ROUNDING_CHUNK, max(1, x.size))
+        scaled = np.empty(chunk, dtype=np.float64)
+        uniform = np.empty(chunk, dtype=np.float64)
+        words = np.empty(chunk, dtype="<u4")
+        for start in range(0, x.size, chunk):
+            n = min(chunk, x.size - start)
+            y, u, r = scaled[:n], uniform[:n], words[:n]
+            np.multiply(x[start : start + n], self.scale, out=y)
+            np.clip(y, -limit, limit, out=y)
+            source.fill(r)
+            # floor(y + u) with u = r / 2^32: P[round up] = frac(y) on the 2^-32 grid.
+            np.multiply(r, 2.0**-32, out=u)
+            np.add(y, u, out=y)
+            np.floor(y, out=y)
+            np.copyto(out[start : start + n], y, casting="unsafe")
 
     def quantize(
         self, values: ArrayLike, *, rng: RandomSource | int | None = None
@@ -454,7 +470,10 @@ class Quantizer:
         ValueError
             On NaN or infinite entries (naming the first index) or a non 1-D input.
         """
-        return self._scaled(values, rng).astype(np.int64)
+        size = np.shape(values)[0] if np.ndim(values) == 1 else -1
+        out = np.empty(max(size, 0), dtype=np.int64)
+        self._round_into(values, out, rng)
+        return out
 
     def to_ring(
         self, values: ArrayLike, ring: Ring, *, rng: RandomSource | int | None = None
@@ -474,11 +493,15 @@ class Quantizer:
         [-10, 10]
         """
         check_headroom(1, self.max_abs, ring.bits)
-        y = self._scaled(values, rng)
+        size = np.shape(values)[0] if np.ndim(values) == 1 else -1
         if ring.bits <= 32:
-            out: RingArray = y.astype(np.int32).view(np.uint32)
+            signed32 = np.empty(max(size, 0), dtype=np.int32)
+            self._round_into(values, signed32, rng)
+            out: RingArray = signed32.view(np.uint32)
         else:
-            out = y.astype(np.int64).view(np.uint64)
+            signed64 = np.empty(max(size, 0), dtype=np.int64)
+            self._round_into(values, signed64, rng)
+            out = signed64.view(np.uint64)
         return ring.normalize(out)
 
     def dequantize(self, total: ArrayLike) -> NDArray[np.float64]:

@@ -206,6 +206,16 @@ class Server:
             raise LocalProtocolError(f"no result in state {self._state.name}")
         return self._result
 
+    def held_share_counts(self) -> dict[int, tuple[int, int]]:
+        """For each client, how many shares of its (self-mask seed, mask key) the server holds.
+
+        An honest run never holds t of both for one client; audits check exactly that.
+        """
+        owners = set(self._seed_shares) | set(self._key_shares)
+        return {
+            u: (len(self._seed_shares.get(u, {})), len(self._key_shares.get(u, {}))) for u in owners
+        }
+
     def expected(self) -> frozenset[int]:
         """The clients whose message the current phase still waits for."""
         return self._expected_in_phase() - self._answered_in_phase()

@@ -20,6 +20,7 @@ from secagg.randomness import RandomSource
 
 __all__ = [
     "DEFAULT_PRIME",
+    "evaluate_shares",
     "join_secret",
     "lagrange_coefficients",
     "reconstruct",
@@ -198,13 +199,34 @@ def share(
     if not 1 <= threshold <= len(xs):
         raise ValueError(f"threshold must lie in [1, {len(xs)}] (the number of points)")
     coefficients = _uniform_field_elements(source, (threshold - 1) * secrets.size, prime)
-    coefficients = coefficients.reshape(threshold - 1, secrets.size)
-    x = np.array(xs, dtype=np.int64)[:, None]
-    # Horner's rule from the leading coefficient down to the secret; all terms stay < 2^62.
-    acc = np.zeros((len(xs), secrets.size), dtype=np.int64)
-    for row in coefficients[::-1]:
+    return evaluate_shares(secrets, xs, coefficients.reshape(threshold - 1, secrets.size), prime)
+
+
+def evaluate_shares(
+    sub_secrets: ArrayLike,
+    points: Sequence[int],
+    coefficients: ArrayLike,
+    prime: int = DEFAULT_PRIME,
+) -> NDArray[np.int64]:
+    """Evaluate f_j(x) = s_j + Σ_i c_ij x^i at every point: the deterministic core of :func:`share`.
+
+    ``coefficients`` has shape (t − 1, S): row i − 1 holds the degree-i coefficients. Exposed so
+    that audits can enumerate every polynomial (perfect secrecy over a tiny field).
+
+    Examples
+    --------
+    >>> evaluate_shares([1], [1, 2], [[2]], prime=7).tolist()  # f(x) = 1 + 2x
+    [[3], [5]]
+    """
+    secrets = np.asarray(sub_secrets, dtype=np.int64)
+    coeffs = np.asarray(coefficients, dtype=np.int64).reshape(-1, secrets.size)
+    x = np.array(points, dtype=np.int64)[:, None]
+    # Horner's rule from the leading coefficient down; every intermediate stays below 2^63.
+    acc = np.zeros((x.shape[0], secrets.size), dtype=np.int64)
+    for row in coeffs[::-1]:
         acc = (acc + row) * x % prime
-    return (acc + secrets) % prime
+    result: NDArray[np.int64] = (acc + secrets) % prime
+    return result
 
 
 @lru_cache(maxsize=4096)

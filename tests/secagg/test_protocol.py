@@ -1,0 +1,314 @@
+"""End-to-end protocol behaviour: dropouts at every phase, aborts, and hostile messages."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from itertools import product
+
+import numpy as np
+import pytest
+
+from secagg import (
+    PHASES,
+    Client,
+    ClientState,
+    LocalProtocolError,
+    MaskedInput,
+    RemoteProtocolError,
+    SecAggConfig,
+    Server,
+    ServerState,
+    TooFewSurvivorsError,
+    UnmaskRequest,
+    UnmaskResponse,
+    secure_sum,
+)
+from secagg.messages import Message
+
+
+def plaintext_sum(inputs: np.ndarray, indices: tuple[int, ...], bits: int) -> list[int]:
+    return [int(v) % 2**bits for v in inputs[list(indices)].astype(object).sum(axis=0)]
+
+
+@pytest.mark.parametrize(("bits", "neighbors"), [(1, None), (13, 4), (32, None), (33, 6), (64, 6)])
+def test_sum_without_dropouts(bits: int, neighbors: int | None) -> None:
+    rng = np.random.default_rng(bits)
+    inputs = rng.integers(0, 2**bits, size=(9, 17), dtype=np.uint64)
+    result = secure_sum(inputs, modulus_bits=bits, neighbors=neighbors, seed=bits)
+    assert result.survivors == tuple(range(9)) and result.dropped == ()
+    assert result.total.tolist() == plaintext_sum(inputs, result.survivors, bits)
+
+
+def test_signed_inputs_and_centred_total() -> None:
+    inputs = np.array([[-5, 3], [2, -7], [-1, -1]])
+    result = secure_sum(inputs, modulus_bits=8, seed=3)
+    assert result.centered().tolist() == [-4, -5]
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_single_dropout_at_each_phase(phase: str) -> None:
+    inputs = np.arange(8 * 5).reshape(8, 5)
+    result = secure_sum(inputs, neighbors=4, threshold=2, dropouts={phase: [3]}, seed=11)
+    expected_survivors = tuple(range(8)) if phase == "unmask" else (0, 1, 2, 4, 5, 6, 7)
+    assert result.survivors == expected_survivors
+    assert result.total.tolist() == plaintext_sum(inputs, expected_survivors, 32)
+
+
+def test_dropouts_in_every_phase_at_once() -> None:
+    rng = np.random.default_rng(0)
+    inputs = rng.integers(-1000, 1000, size=(40, 33))
+    dropouts = {
+        "advertise_keys": [0, 1],
+        "share_keys": [2, 3],
+        "masked_input": [4, 5],
+        "unmask": [6],
+    }
+    result = secure_sum(inputs, neighbors=12, threshold=5, dropouts=dropouts, seed=5)
+    survivors = tuple(i for i in range(40) if i not in range(6))
+    assert result.survivors == survivors
+    assert result.dropped == (0, 1, 2, 3, 4, 5)
+    assert result.centered().tolist() == inputs[list(survivors)].sum(axis=0).tolist()
+
+
+@pytest.mark.parametrize(
+    ("n", "t"),
+    [
+        (4, 2),
+        pytest.param(5, 2, marks=pytest.mark.slow),
+        pytest.param(5, 3, marks=pytest.mark.slow),
+    ],
+)
+def test_every_small_dropout_pattern_matches_the_specification(
+    n: int, t: int, outcome_spec: Callable[..., tuple[bool, set[int]]]
+) -> None:
+    # All assignments of n clients to {stay, drop at one of the 4 phases}, complete graph: the
+    # round completes exactly when the specification says so, with exactly the right sum.
+    inputs = np.arange(1, n + 1)[:, None] * np.array([1, 10])
+    neighbors = {u: set(range(1, n + 1)) - {u} for u in range(1, n + 1)}
+    for pattern in product(range(5), repeat=n):
+        dropouts = {PHASES[p - 1]: [i for i in range(n) if pattern[i] == p] for p in range(1, 5)}
+        phase_done = [
+            {i + 1 for i in range(n) if pattern[i] == 0 or pattern[i] > k} for k in range(1, 5)
+        ]
+        completes, survivors = outcome_spec(neighbors, t, *phase_done)
+        if completes:
+            result = secure_sum(inputs, threshold=t, dropouts=dropouts, seed=1)
+            assert set(result.survivors) == {u - 1 for u in survivors}
+            assert result.total.tolist() == plaintext_sum(inputs, result.survivors, 32)
+        else:
+            with pytest.raises(TooFewSurvivorsError):
+                secure_sum(inputs, threshold=t, dropouts=dropouts, seed=1)
+
+
+def test_too_few_clients_abort_cleanly_with_reason() -> None:
+    with pytest.raises(TooFewSurvivorsError, match="only 2 clients advertised keys"):
+        secure_sum(np.ones((5, 3), dtype=int), threshold=2, dropouts={"advertise_keys": [0, 1, 2]})
+    with pytest.raises(TooFewSurvivorsError, match="surviving neighbours"):
+        secure_sum(np.ones((5, 3), dtype=int), threshold=3, dropouts={"masked_input": [0, 1]})
+
+
+def test_seeded_runs_are_reproducible() -> None:
+    inputs = np.arange(20).reshape(5, 4)
+    a = secure_sum(inputs, seed=7, dropouts={"share_keys": [2]})
+    b = secure_sum(inputs, seed=7, dropouts={"share_keys": [2]})
+    assert a.total.tolist() == b.total.tolist() and a.upload_bytes == b.upload_bytes
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"inputs": [[1, 2]]}, ValueError, "at least 2 clients"),
+        ({"inputs": [[1, 2], [3]]}, ValueError, "length 2"),
+        ({"inputs": [[1.5], [2.0]]}, TypeError, "Quantizer"),
+        ({"inputs": [[2**40], [1]]}, ValueError, "accepts integers"),
+        ({"inputs": [[1], [2]], "modulus_bits": 0}, ValueError, "modulus_bits"),
+        ({"inputs": [[1], [2], [3]], "neighbors": 3}, ValueError, "even"),
+        ({"inputs": [[1], [2], [3]], "dropouts": {"later": [0]}}, ValueError, "unknown phase"),
+        ({"inputs": [[1], [2], [3]], "dropouts": {"unmask": [5]}}, ValueError, "outside"),
+        (
+            {"inputs": [[1], [2], [3]], "dropouts": {"unmask": [1], "share_keys": [1]}},
+            ValueError,
+            "drops twice",
+        ),
+        ({"inputs": [[1], [2], [3]], "threshold": 3}, ValueError, "at least t \\+ 1"),
+        ({"inputs": [[1], [2]], "seed": 1.5}, TypeError, "seed"),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object], error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        secure_sum(**kwargs)  # type: ignore[arg-type]
+
+
+# -- direct state-machine tests ------------------------------------------------------------------
+
+
+class Round:
+    """A small round driven by hand, so tests can tamper with messages."""
+
+    def __init__(self, n: int = 5, threshold: int = 2, neighbors: int | None = None) -> None:
+        self.config = SecAggConfig(
+            dimension=4, threshold=threshold, neighbors=neighbors, round_nonce=b"t"
+        )
+        self.inputs = {u: [u, 2 * u, 3 * u, 4 * u] for u in range(1, n + 1)}
+        self.clients = {u: Client(self.config, u, input_vector=self.inputs[u]) for u in self.inputs}
+        self.server = Server(self.config, self.inputs)
+
+    def to_server(self, messages: list[Message]) -> list[Message]:
+        return [r for m in messages for r in self.server.receive(m)]
+
+    def to_clients(self, messages: list[Message]) -> list[Message]:
+        return [r for m in messages for r in self.clients[m.peer].receive(m)]
+
+    def until_unmask_requests(self) -> list[Message]:
+        directory = self.to_server([m for c in self.clients.values() for m in c.start()])
+        forwarded = self.to_server(self.to_clients(directory))
+        return self.to_server(self.to_clients(forwarded))
+
+
+def test_client_refuses_to_reveal_both_shares_of_one_neighbour() -> None:
+    game = Round()
+    requests = game.until_unmask_requests()
+    request = next(m for m in requests if m.peer == 1)
+    assert isinstance(request, UnmaskRequest)
+    victim = request.survivors[0]
+    hostile = dataclasses.replace(request, dropped=(victim,))
+    with pytest.raises(RemoteProtocolError, match=f"both shares of clients \\[{victim}\\]"):
+        game.clients[1].receive(hostile)
+    assert game.clients[1].state is ClientState.ABORTED
+    with pytest.raises(LocalProtocolError, match="aborted"):
+        game.clients[1].receive(request)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "match"),
+    [
+        (lambda r: dataclasses.replace(r, dropped=(r.recipient,)), "listed as dropped"),
+        (lambda r: dataclasses.replace(r, survivors=(*r.survivors, 99)), "unknown clients"),
+        (lambda r: dataclasses.replace(r, survivors=r.survivors + r.survivors[:1]), "repeated"),
+        (lambda r: dataclasses.replace(r, survivors=r.survivors[:1]), "threshold"),
+        (lambda r: dataclasses.replace(r, session_id=bytes(32)), "another session"),
+        (lambda r: dataclasses.replace(r, recipient=r.recipient % 5 + 1), "addressed to"),
+    ],
+)
+def test_client_aborts_on_hostile_unmask_requests(tamper: object, match: str) -> None:
+    game = Round()
+    request = next(m for m in game.until_unmask_requests() if m.peer == 2)
+    assert callable(tamper)
+    with pytest.raises((RemoteProtocolError, TooFewSurvivorsError), match=match):
+        game.clients[2].receive(tamper(request))
+    assert game.clients[2].state is ClientState.ABORTED
+
+
+def test_messages_from_the_wrong_phase_abort_the_client() -> None:
+    game = Round()
+    directory = game.to_server([m for c in game.clients.values() for m in c.start()])
+    forwarded = game.to_server(game.to_clients(directory))
+    with pytest.raises(RemoteProtocolError, match="unexpected KeyDirectory"):
+        game.clients[directory[0].peer].receive(directory[0])  # replayed
+    client = game.clients[forwarded[1].peer]
+    replayed_into_next_phase = dataclasses.replace(directory[1], session_id=client.session_id)
+    with pytest.raises(RemoteProtocolError):
+        client.receive(replayed_into_next_phase)
+
+
+def test_directory_without_the_client_s_own_keys_aborts() -> None:
+    game = Round()
+    directory = game.to_server([m for c in game.clients.values() for m in c.start()])
+    other = Round()
+    foreign = other.to_server([m for c in other.clients.values() for m in c.start()])
+    with pytest.raises(RemoteProtocolError, match="does not list this client's keys"):
+        game.clients[1].receive(foreign[0])
+    assert game.clients[2].receive(directory[1])  # the genuine one still works elsewhere
+
+
+def test_server_records_faults_and_carries_on() -> None:
+    game = Round()
+    adverts = [m for c in game.clients.values() for m in c.start()]
+    game.to_server(adverts[:2])
+    with pytest.raises(RemoteProtocolError, match="conflicting"):
+        game.server.receive(dataclasses.replace(adverts[0], mask_key=adverts[1].mask_key))
+    with pytest.raises(RemoteProtocolError, match="not part of phase"):
+        game.server.receive(dataclasses.replace(adverts[0], sender=77))
+    with pytest.raises(RemoteProtocolError, match="low-order"):
+        game.server.receive(dataclasses.replace(adverts[2], mask_key=bytes(32)))
+    with pytest.raises(RemoteProtocolError, match="another session"):
+        game.server.receive(dataclasses.replace(adverts[3], session_id=bytes(32)))
+    assert game.server.receive(adverts[0]) == []  # exact duplicate: ignored
+    directory = game.to_server(adverts[3:])
+    assert game.server.state is ServerState.COLLECTING_SHARES
+    assert len(game.server.faults) == 4
+    assert {m.peer for m in directory} == {1, 2, 4, 5}  # client 3 excluded
+    with pytest.raises(RemoteProtocolError, match="sent during phase"):
+        game.server.receive(
+            MaskedInput(game.server.session_id or b"", 1, 32, np.zeros(4, np.uint32))
+        )
+    shares = game.to_clients(directory)
+    assert game.server.receive(adverts[4]) == []  # late: ignored
+    forwarded = game.to_server(shares)
+    masked = game.to_clients(forwarded)
+    requests = game.to_server(masked)
+    responses = game.to_clients(requests)
+    bad = responses[0]
+    assert isinstance(bad, UnmaskResponse)
+    with pytest.raises(RemoteProtocolError, match="does not match the request"):
+        game.server.receive(dataclasses.replace(bad, seed_shares=bad.seed_shares[1:]))
+    game.to_server(responses[1:])  # the excluded client counts as answered: the phase closes
+    assert game.server.state is ServerState.COMPLETED
+    expected = [sum(game.inputs[u][j] for u in (1, 2, 4, 5)) for j in range(4)]
+    assert game.server.result.total.tolist() == expected
+
+
+def test_server_never_reconstructs_both_secrets_of_a_client() -> None:
+    game = Round(n=8, threshold=3, neighbors=4)
+    directory = game.to_server([m for c in game.clients.values() for m in c.start()])
+    forwarded = game.to_server(game.to_clients(directory))
+    masked = game.to_clients(forwarded)
+    masked = [m for m in masked if m.peer != 4]  # client 4 drops before masking
+    requests = game.to_server(masked)
+    requests.extend(game.server.close_phase())
+    game.to_server(game.to_clients(requests))
+    server = game.server
+    assert server.state is ServerState.COMPLETED
+    assert not server.reconstructed_seed_owners & server.reconstructed_key_owners
+    assert server.reconstructed_key_owners == {4}
+    assert server.result.survivors == (1, 2, 3, 5, 6, 7, 8)
+
+
+def test_aborted_server_refuses_further_calls() -> None:
+    game = Round(n=4, threshold=3)
+    game.to_server([m for c in list(game.clients.values())[:3] for m in c.start()])
+    with pytest.raises(TooFewSurvivorsError, match="only 3 clients advertised keys"):
+        game.server.close_phase()
+    assert game.server.state is ServerState.ABORTED
+    with pytest.raises(LocalProtocolError, match="aborted"):
+        game.server.close_phase()
+    with pytest.raises(LocalProtocolError, match="no result"):
+        _ = game.server.result
+
+
+def test_client_api_misuse() -> None:
+    config = SecAggConfig(dimension=3, threshold=1)
+    with pytest.raises(ValueError, match="dimension 3"):
+        Client(config, 1, input_vector=[1, 2])
+    with pytest.raises(ValueError, match="client_id"):
+        Client(config, 0)
+    with pytest.raises(TypeError, match="SecAggConfig"):
+        Client(object(), 1)  # type: ignore[arg-type]
+    client = Client(config, 1)
+    client.start()
+    with pytest.raises(LocalProtocolError, match="start"):
+        client.start()
+    with pytest.raises(LocalProtocolError, match="aborted"):
+        client.start()
+
+
+def test_client_without_input_fails_locally_at_masking() -> None:
+    config = SecAggConfig(dimension=2, threshold=1)
+    clients = {1: Client(config, 1), 2: Client(config, 2, input_vector=[1, 1])}
+    server = Server(config, clients)
+    directory = [r for c in clients.values() for m in c.start() for r in server.receive(m)]
+    shares = [r for m in directory for r in clients[m.peer].receive(m)]
+    forwarded = [r for m in shares for r in server.receive(m)]
+    with pytest.raises(LocalProtocolError, match="set_input"):
+        clients[forwarded[0].peer].receive(forwarded[0])
