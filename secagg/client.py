@@ -33,16 +33,15 @@ from secagg.errors import (
 from secagg.graph import build_graph
 from secagg.keys import (
     KEY_BYTES,
-    agree,
+    KeyPair,
     decrypt_shares,
     encrypt_shares,
-    generate_private_key,
-    public_key,
     share_encryption_key,
 )
-from secagg.masks import add_mask, pairwise_mask_key, self_mask_key
+from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     AdvertiseKeys,
+    ClientKeys,
     EncryptedShares,
     ForwardedShares,
     KeyDirectory,
@@ -123,12 +122,12 @@ class Client:
         if input_vector is not None:
             self.set_input(input_vector)
         # Secrets and per-session state, filled in as the phases go.
-        self._encryption_sk = b""
-        self._mask_sk = b""
+        self._encryption_keys: KeyPair | None = None
+        self._mask_keys: KeyPair | None = None
         self._self_mask_seed = b""
         self._session_id = b""
         self._neighbors: tuple[int, ...] = ()
-        self._neighbor_keys: dict[int, tuple[bytes, bytes]] = {}
+        self._neighbor_keys: dict[int, ClientKeys] = {}
         self._share_keys: dict[int, bytes] = {}
         self._held_seed_shares: dict[int, bytes] = {}
         self._held_key_shares: dict[int, bytes] = {}
@@ -190,15 +189,15 @@ class Client:
         if self._state is not ClientState.INITIAL:
             self._raise_if_aborted()
             raise self._fail(LocalProtocolError(f"start() called in state {self._state.name}"))
-        self._encryption_sk = generate_private_key(self._random)
-        self._mask_sk = generate_private_key(self._random)
+        self._encryption_keys = KeyPair.generate(self._random)
+        self._mask_keys = KeyPair.generate(self._random)
         self._state = ClientState.AWAITING_KEY_DIRECTORY
         return [
             AdvertiseKeys(
                 self.config.digest,
                 self.client_id,
-                public_key(self._encryption_sk),
-                public_key(self._mask_sk),
+                self._encryption_keys.public,
+                self._mask_keys.public,
             )
         ]
 
@@ -259,7 +258,8 @@ class Client:
         self._state = ClientState.ABORTED
         self._abort_reason = str(exc)
         # Forget every secret: nothing more will be sent.
-        self._encryption_sk = self._mask_sk = self._self_mask_seed = b""
+        self._encryption_keys = self._mask_keys = None
+        self._self_mask_seed = b""
         self._input = None
         self._held_seed_shares.clear()
         self._held_key_shares.clear()
@@ -277,14 +277,17 @@ class Client:
     def _on_key_directory(self, message: Message) -> list[Message]:
         assert isinstance(message, KeyDirectory)
         self._check_envelope(message, self.config.digest)
-        directory = message.keys()
-        mine = directory.get(self.client_id)
-        if mine is None or mine != (public_key(self._encryption_sk), public_key(self._mask_sk)):
+        assert self._encryption_keys is not None and self._mask_keys is not None
+        try:
+            mine = message.lookup([self.client_id])[self.client_id]
+        except KeyError:
+            mine = None
+        if mine != (self._encryption_keys.public, self._mask_keys.public):
             raise RemoteProtocolError(
                 "the key directory does not list this client's keys", peer_id=SERVER_ID
             )
         self._session_id = session_id(self.config.digest, message.entries)
-        graph = build_graph(directory.keys(), self.config.neighbors, self._session_id)
+        graph = build_graph(message.ids_array().tolist(), self.config.neighbors, self._session_id)
         neighbors = graph.neighbors(self.client_id)
         threshold = self.config.threshold
         if len(neighbors) < threshold:
@@ -292,18 +295,22 @@ class Client:
                 f"client {self.client_id} has {len(neighbors)} neighbours; threshold "
                 f"t={threshold} needs at least t"
             )
+        directory = message.lookup(neighbors)
         self._neighbors = neighbors
         self._neighbor_keys = {v: directory[v] for v in neighbors}
         self._share_keys = {
             v: share_encryption_key(
-                agree(self._encryption_sk, directory[v].encryption_key, peer_id=v),
+                self._encryption_keys.agree(directory[v].encryption_key, peer_id=v),
                 session_id=self._session_id,
             )
             for v in neighbors
         }
         self._self_mask_seed = self._random.random_bytes(KEY_BYTES)
         secrets = np.concatenate(
-            [shamir.split_secret(self._self_mask_seed), shamir.split_secret(self._mask_sk)]
+            [
+                shamir.split_secret(self._self_mask_seed),
+                shamir.split_secret(self._mask_keys.private),
+            ]
         )
         shares = shamir.share(secrets, neighbors, threshold, self._random)
         ciphertexts = tuple(
@@ -355,22 +362,22 @@ class Client:
                 raise RemoteProtocolError("share plaintext has the wrong length", peer_id=v)
             self._held_seed_shares[v] = plaintext[:SHARE_BYTES]
             self._held_key_shares[v] = plaintext[SHARE_BYTES:]
+        assert self._mask_keys is not None
         ring = self.config.ring
         masked = self._input.copy()
         self._input = None
         name = self.config.vector_name
-        add_mask(
-            masked,
+        plus = [
             self_mask_key(
                 self._self_mask_seed,
                 session_id=self._session_id,
                 owner=self.client_id,
                 vector_name=name,
-            ),
-            ring,
-        )
+            )
+        ]
+        minus: list[bytes] = []
         for v in sorted(senders):
-            shared = agree(self._mask_sk, self._neighbor_keys[v][1], peer_id=v)
+            shared = self._mask_keys.agree(self._neighbor_keys[v].mask_key, peer_id=v)
             key = pairwise_mask_key(
                 shared,
                 session_id=self._session_id,
@@ -379,7 +386,8 @@ class Client:
                 vector_name=name,
             )
             # y_u gets +PRG(s_uv) for v > u and −PRG(s_uv) for v < u (Bonawitz et al., §3).
-            add_mask(masked, key, ring, subtract=v < self.client_id)
+            (minus if v < self.client_id else plus).append(key)
+        add_masks(masked, ring, add=plus, subtract=minus)
         ring.normalize(masked)
         self._state = ClientState.AWAITING_UNMASK_REQUEST
         return [MaskedInput(self._session_id, self.client_id, self.config.modulus_bits, masked)]
@@ -416,7 +424,8 @@ class Client:
         )
         self._held_seed_shares.clear()
         self._held_key_shares.clear()
-        self._encryption_sk = self._mask_sk = self._self_mask_seed = b""
+        self._encryption_keys = self._mask_keys = None
+        self._self_mask_seed = b""
         self._state = ClientState.COMPLETED
         return [response]
 

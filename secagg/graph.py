@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from secagg.randomness import KeystreamRandom
 
@@ -22,29 +23,46 @@ __all__ = ["CommunicationGraph", "build_graph"]
 _GRAPH_LABEL = b"secagg-dp/v1/harary-order"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CommunicationGraph:
-    """An undirected graph over client ids, given by each client's neighbour tuple.
+    """An undirected graph over client ids: complete, or a Harary graph on a permuted ring.
 
     Attributes
     ----------
-    ids
-        The clients, sorted.
     degree
         k for a Harary graph, or ``None`` for the complete graph.
-    ring_order
-        The clients in ring order (Harary graph) or sorted (complete graph).
     """
 
-    ids: tuple[int, ...]
     degree: int | None
-    ring_order: tuple[int, ...]
-    _position: dict[int, int] = field(repr=False, compare=False)
+    _sorted: NDArray[np.int64] = field(repr=False)
+    _order: NDArray[np.int64] = field(repr=False)
+    _position: NDArray[np.int64] = field(repr=False)
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The clients, ascending."""
+        return tuple(self._sorted.tolist())
+
+    @property
+    def ring_order(self) -> tuple[int, ...]:
+        """The clients in ring order (Harary graph) or ascending (complete graph)."""
+        return tuple(self._order.tolist())
 
     @property
     def is_complete(self) -> bool:
         """Whether every client neighbours every other."""
         return self.degree is None
+
+    def _index(self, client_id: int) -> int:
+        index = int(np.searchsorted(self._sorted, client_id))
+        if index >= self._sorted.size or self._sorted[index] != client_id:
+            raise KeyError(client_id)
+        return index
+
+    def _offsets(self) -> NDArray[np.int64]:
+        assert self.degree is not None
+        half = self.degree // 2
+        return np.concatenate([np.arange(-half, 0), np.arange(1, half + 1)])
 
     def neighbors(self, client_id: int) -> tuple[int, ...]:
         """The sorted neighbours of ``client_id`` (never the client itself).
@@ -54,17 +72,29 @@ class CommunicationGraph:
         KeyError
             If ``client_id`` is not in the graph.
         """
-        position = self._position[client_id]
+        index = self._index(client_id)
         if self.degree is None:
-            return self.ids[:position] + self.ids[position + 1 :]
-        n = len(self.ring_order)
-        half = self.degree // 2
-        found = {self.ring_order[(position + step) % n] for step in range(-half, half + 1)}
-        found.discard(client_id)
-        return tuple(sorted(found))
+            return tuple(np.delete(self._sorted, index).tolist())
+        ring = (self._position[index] + self._offsets()) % self._order.size
+        return tuple(np.sort(self._order[ring]).tolist())
+
+    def all_neighbors(self) -> dict[int, tuple[int, ...]]:
+        """Every client's sorted neighbours, computed in one vectorised step."""
+        ids = self._sorted.tolist()
+        if self.degree is None:
+            return {u: tuple(ids[:i] + ids[i + 1 :]) for i, u in enumerate(ids)}
+        ring = (self._position[:, None] + self._offsets()[None, :]) % self._order.size
+        table = np.sort(self._order[ring], axis=1).tolist()
+        return {u: tuple(row) for u, row in zip(ids, table, strict=True)}
 
     def __contains__(self, client_id: object) -> bool:
-        return client_id in self._position
+        if not isinstance(client_id, int | np.integer):
+            return False
+        try:
+            self._index(int(client_id))
+        except KeyError:
+            return False
+        return True
 
 
 def build_graph(ids: Iterable[int], degree: int | None, session_id: bytes) -> CommunicationGraph:
@@ -90,10 +120,11 @@ def build_graph(ids: Iterable[int], degree: int | None, session_id: bytes) -> Co
     >>> build_graph([1, 2, 3], 4, bytes(32)).is_complete
     True
     """
-    sorted_ids = tuple(sorted(int(u) for u in ids))
-    if len(set(sorted_ids)) != len(sorted_ids):
+    given = [int(u) for u in ids]
+    sorted_ids = np.unique(np.array(given, dtype=np.int64))
+    n = sorted_ids.size
+    if n != len(given):
         raise ValueError("client ids must be distinct")
-    n = len(sorted_ids)
     if degree is not None:
         if isinstance(degree, bool) or not isinstance(degree, int):
             raise TypeError("degree must be an int or None")
@@ -102,10 +133,9 @@ def build_graph(ids: Iterable[int], degree: int | None, session_id: bytes) -> Co
         if degree >= n - 1:
             degree = None
     if degree is None:
-        order = sorted_ids
-    else:
-        keys = KeystreamRandom(session_id, label=_GRAPH_LABEL).uint64(n)
-        permutation = np.lexsort((np.array(sorted_ids, dtype=np.int64), keys))
-        order = tuple(sorted_ids[i] for i in permutation.tolist())
-    position = {u: i for i, u in enumerate(sorted_ids if degree is None else order)}
-    return CommunicationGraph(sorted_ids, degree, order, position)
+        return CommunicationGraph(None, sorted_ids, sorted_ids, np.arange(n))
+    keys = KeystreamRandom(session_id, label=_GRAPH_LABEL).uint64(n)
+    permutation = np.lexsort((sorted_ids, keys))  # ring slot → index into sorted_ids
+    position = np.empty(n, dtype=np.int64)
+    position[permutation] = np.arange(n)
+    return CommunicationGraph(degree, sorted_ids, sorted_ids[permutation], position)

@@ -14,6 +14,7 @@ sender and the recipient, so a ciphertext cannot be replayed into another sessio
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass, field
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -26,6 +27,7 @@ from secagg.randomness import RandomSource
 
 __all__ = [
     "KEY_BYTES",
+    "KeyPair",
     "agree",
     "decrypt_shares",
     "encrypt_shares",
@@ -38,6 +40,51 @@ KEY_BYTES = 32
 _SHARE_INFO = b"secagg-dp/v1/share-encryption"
 _SHARE_AAD = b"secagg-dp/v1/shares"
 SHARE_PHASE = 1  # the phase number bound into the associated data
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class KeyPair:
+    """An X25519 key pair, parsed once (parsing a private key costs a scalar multiplication).
+
+    The representation never shows the private key.
+
+    Examples
+    --------
+    >>> pair = KeyPair.from_private_bytes(bytes(32))
+    >>> pair.public.hex()[:16], repr(pair)
+    ('2fe57da347cd6243', 'KeyPair(public=2fe57da347cd6243…)')
+    """
+
+    private: bytes
+    public: bytes
+    _key: X25519PrivateKey = field(compare=False)
+
+    @classmethod
+    def from_private_bytes(cls, private_key: bytes) -> KeyPair:
+        """Parse 32 private-key bytes (any 32 bytes are valid: X25519 clamps them)."""
+        key = X25519PrivateKey.from_private_bytes(private_key)
+        return cls(bytes(private_key), key.public_key().public_bytes_raw(), key)
+
+    @classmethod
+    def generate(cls, source: RandomSource) -> KeyPair:
+        """A fresh key pair from 32 bytes of ``source``."""
+        return cls.from_private_bytes(source.random_bytes(KEY_BYTES))
+
+    def __repr__(self) -> str:
+        return f"KeyPair(public={self.public.hex()[:16]}…)"
+
+    def agree(self, peer_public_key: bytes, *, peer_id: int | None = None) -> bytes:
+        """Raw X25519 shared secret with a peer's public key.
+
+        Raises
+        ------
+        RemoteProtocolError
+            If the peer's public key is malformed or of low order.
+        """
+        try:
+            return self._key.exchange(X25519PublicKey.from_public_bytes(peer_public_key))
+        except ValueError:
+            raise RemoteProtocolError("invalid public key", peer_id=peer_id) from None
 
 
 def generate_private_key(source: RandomSource) -> bytes:
@@ -60,10 +107,12 @@ def public_key(private_key: bytes) -> bytes:
     >>> public_key(bytes(32)).hex()[:16]
     '2fe57da347cd6243'
     """
-    return X25519PrivateKey.from_private_bytes(private_key).public_key().public_bytes_raw()
+    return KeyPair.from_private_bytes(private_key).public
 
 
-def agree(private_key: bytes, peer_public_key: bytes, *, peer_id: int | None = None) -> bytes:
+def agree(
+    private_key: KeyPair | bytes, peer_public_key: bytes, *, peer_id: int | None = None
+) -> bytes:
     """Raw X25519 shared secret; an invalid (low-order) peer key is the peer's fault.
 
     Raises
@@ -77,11 +126,10 @@ def agree(private_key: bytes, peer_public_key: bytes, *, peer_id: int | None = N
     >>> agree(a, public_key(b)) == agree(b, public_key(a))
     True
     """
-    try:
-        peer = X25519PublicKey.from_public_bytes(peer_public_key)
-        return X25519PrivateKey.from_private_bytes(private_key).exchange(peer)
-    except ValueError:
-        raise RemoteProtocolError("invalid public key", peer_id=peer_id) from None
+    pair = (
+        private_key if isinstance(private_key, KeyPair) else KeyPair.from_private_bytes(private_key)
+    )
+    return pair.agree(peer_public_key, peer_id=peer_id)
 
 
 def share_encryption_key(shared_secret: bytes, *, session_id: bytes) -> bytes:

@@ -18,6 +18,7 @@ place, so a mask never exists as a full-length vector.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes
@@ -28,6 +29,7 @@ from secagg.ring import Ring, RingArray
 
 __all__ = [
     "add_mask",
+    "add_masks",
     "expand_mask",
     "pairwise_mask_key",
     "self_mask_key",
@@ -74,29 +76,36 @@ def pairwise_mask_key(
     return _derive(shared_secret, session_id, b"pair", struct.pack(">II", low, high), vector_name)
 
 
-def add_mask(accumulator: RingArray, key: bytes, ring: Ring, *, subtract: bool = False) -> None:
-    """Add (or subtract) the mask expanded from ``key`` to ``accumulator`` in place.
+def add_masks(
+    accumulator: RingArray,
+    ring: Ring,
+    *,
+    add: Sequence[bytes] = (),
+    subtract: Sequence[bytes] = (),
+) -> None:
+    """Add the masks of ``add`` and subtract those of ``subtract``, in place, in one pass.
 
-    The accumulator wraps modulo the storage word; call ``ring.normalize`` once at the end.
+    The loop runs chunk-major: each 256 KiB chunk of the accumulator stays in cache while every
+    mask's keystream for it is generated and added, so memory traffic does not grow with the
+    number of masks. The accumulator wraps modulo the storage word; call ``ring.normalize``
+    once at the end.
 
     Parameters
     ----------
     accumulator
         A 1-D contiguous array of the ring's storage dtype.
-    key
-        A 16-byte mask key from :func:`self_mask_key` or :func:`pairwise_mask_key`.
     ring
         The ring (it fixes the word size of the keystream).
-    subtract
-        Subtract the mask instead of adding it.
+    add, subtract
+        16-byte mask keys from :func:`self_mask_key` or :func:`pairwise_mask_key`.
 
     Examples
     --------
     >>> ring = Ring(32)
     >>> acc = ring.zeros(5)
-    >>> key = bytes(range(16))
-    >>> add_mask(acc, key, ring)
-    >>> add_mask(acc, key, ring, subtract=True)
+    >>> keys = [bytes(range(16)), bytes(16)]
+    >>> add_masks(acc, ring, add=keys)
+    >>> add_masks(acc, ring, subtract=keys[::-1])
     >>> acc.tolist()
     [0, 0, 0, 0, 0]
     """
@@ -107,21 +116,44 @@ def add_mask(accumulator: RingArray, key: bytes, ring: Ring, *, subtract: bool =
         )
     if not accumulator.flags.c_contiguous:
         raise ValueError("accumulator must be C-contiguous")
-    if len(key) != 16:
-        raise ValueError(f"mask keys are 16 bytes; got {len(key)}")
-    encryptor = Cipher(algorithms.AES(key), modes.CTR(_NONCE)).encryptor()
+    streams = []
+    for keys, operation in ((add, np.add), (subtract, np.subtract)):
+        for key in keys:
+            if len(key) != 16:
+                raise ValueError(f"mask keys are 16 bytes; got {len(key)}")
+            streams.append((Cipher(algorithms.AES(key), modes.CTR(_NONCE)).encryptor(), operation))
     itemsize = accumulator.itemsize
     chunk_words = _CHUNK_BYTES // itemsize
     scratch = np.empty(chunk_words, dtype=accumulator.dtype.newbyteorder("<"))
     scratch_bytes = memoryview(scratch).cast("B")  # type: ignore[arg-type]
     zeros = memoryview(_ZERO_CHUNK)
-    op = np.subtract if subtract else np.add
     total = accumulator.size
     for start in range(0, total, chunk_words):
         count = min(chunk_words, total - start)
-        encryptor.update_into(zeros[: count * itemsize], scratch_bytes[: count * itemsize])
+        size = count * itemsize
         segment = accumulator[start : start + count]
-        op(segment, scratch[:count], out=segment)
+        words = scratch[:count]
+        for encryptor, operation in streams:
+            encryptor.update_into(zeros[:size], scratch_bytes[:size])
+            operation(segment, words, out=segment)
+
+
+def add_mask(accumulator: RingArray, key: bytes, ring: Ring, *, subtract: bool = False) -> None:
+    """Add (or subtract) the one mask expanded from ``key``; see :func:`add_masks`.
+
+    Examples
+    --------
+    >>> ring = Ring(32)
+    >>> acc = ring.zeros(5)
+    >>> add_mask(acc, bytes(range(16)), ring)
+    >>> add_mask(acc, bytes(range(16)), ring, subtract=True)
+    >>> acc.tolist()
+    [0, 0, 0, 0, 0]
+    """
+    if subtract:
+        add_masks(accumulator, ring, subtract=(key,))
+    else:
+        add_masks(accumulator, ring, add=(key,))
 
 
 def expand_mask(key: bytes, ring: Ring, dimension: int) -> RingArray:

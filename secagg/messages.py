@@ -196,6 +196,24 @@ class KeyDirectory:
             out[u] = ClientKeys(c_pk, s_pk)
         return out
 
+    def lookup(self, client_ids: Iterable[int]) -> dict[int, ClientKeys]:
+        """The keys of the given clients only (binary search; no full parse).
+
+        Raises
+        ------
+        KeyError
+            If a client is not listed.
+        """
+        ids = self.ids_array()
+        out: dict[int, ClientKeys] = {}
+        for u in client_ids:
+            index = int(np.searchsorted(ids, u))
+            if index >= ids.size or ids[index] != u:
+                raise KeyError(u)
+            _, c_pk, s_pk = _ENTRY.unpack_from(self.entries, index * _ENTRY.size)
+            out[u] = ClientKeys(c_pk, s_pk)
+        return out
+
     def _body(self) -> bytes:
         return _U32.pack(len(self.entries) // _ENTRY.size) + self.entries
 

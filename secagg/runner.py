@@ -226,18 +226,15 @@ def secure_sum(
     >>> result.total.tolist(), result.survivors, result.dropped
     ([9, 12], (0, 1, 2), (3,))
     """
-    vectors = [np.asarray(v) for v in inputs]
-    n = len(vectors)
+    if isinstance(inputs, np.ndarray) and inputs.ndim != 2:
+        raise ValueError(f"an input array must be 2-D (clients × dimension); got {inputs.shape}")
+    n = len(inputs)
     if n < 2:
         raise ValueError(f"a secure sum needs at least 2 clients; got {n}")
-    dimension = vectors[0].size
-    for i, vector in enumerate(vectors):
-        if vector.ndim != 1 or vector.size != dimension:
-            raise ValueError(
-                f"input {i} has shape {vector.shape}; every input must be 1-D of length {dimension}"
-            )
-    if dimension == 0:
-        raise ValueError("inputs must have at least one entry")
+    first_shape = np.shape(inputs[0])
+    if len(first_shape) != 1 or first_shape[0] == 0:
+        raise ValueError(f"input 0 has shape {first_shape}; inputs must be non-empty 1-D vectors")
+    dimension = int(first_shape[0])
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise TypeError(f"seed must be an int or None; got {type(seed).__name__}")
     drop_phase = _parse_dropouts(dropouts, n)
@@ -251,8 +248,14 @@ def secure_sum(
         neighbors=neighbors,
         round_nonce=root.random_bytes(16),
     )
-    # Validate every input before any cryptography runs.
-    vectors = [config.ring.check(vector) for vector in vectors]
+    # Validate every input before any cryptography runs. Inputs are only indexed, never
+    # copied into a list, so a lazy sequence keeps the caller's memory O(d).
+    for i in range(n):
+        vector = config.ring.check(inputs[i])
+        if vector.size != dimension:
+            raise ValueError(
+                f"input {i} has shape {vector.shape}; every input must be 1-D of length {dimension}"
+            )
     ids = list(range(1, n + 1))
     clients = {u: Client(config, u, random_source=root.spawn(b"client/%d" % u)) for u in ids}
     server = Server(config, ids)
@@ -290,7 +293,7 @@ def secure_sum(
             u = message.peer
             if not gone(u, phase) and clients[u].state is not ClientState.ABORTED:
                 if phase == "masked_input":
-                    clients[u].set_input(vectors[u - 1])
+                    clients[u].set_input(inputs[u - 1])
                 replies = net.to_client(message, phase)
                 outbox.extend(net.to_server(replies, phase))
             report(phase, done, len(inbox))

@@ -39,8 +39,8 @@ from secagg.errors import (
     TooFewSurvivorsError,
 )
 from secagg.graph import CommunicationGraph, build_graph
-from secagg.keys import KEY_BYTES, agree, public_key
-from secagg.masks import add_mask, pairwise_mask_key, self_mask_key
+from secagg.keys import KEY_BYTES, KeyPair
+from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     AdvertiseKeys,
     ClientKeys,
@@ -61,7 +61,7 @@ __all__ = ["SecAggResult", "Server", "ServerState"]
 logger = logging.getLogger(__name__)
 
 # A fixed scalar used only to test advertised keys: X25519 with a low-order point yields zero.
-_KEY_CHECK_SCALAR = bytes(31) + b"\x01"
+_KEY_CHECK = KeyPair.from_private_bytes(bytes(31) + b"\x01")
 
 
 class ServerState(Enum):
@@ -167,6 +167,9 @@ class Server:
         self._seed_shares: dict[int, dict[int, np.ndarray]] = {}
         self._key_shares: dict[int, dict[int, np.ndarray]] = {}
         self._excluded: set[int] = set()
+        self._phase_members: frozenset[int] = self.client_ids
+        self._pending: set[int] = set(self.client_ids)
+        self._neighbors: dict[int, tuple[int, ...]] = {}
         self._result: SecAggResult | None = None
         self.reconstructed_seed_owners: frozenset[int] = frozenset()
         self.reconstructed_key_owners: frozenset[int] = frozenset()
@@ -218,7 +221,7 @@ class Server:
 
     def expected(self) -> frozenset[int]:
         """The clients whose message the current phase still waits for."""
-        return self._expected_in_phase() - self._answered_in_phase()
+        return frozenset(self._pending)
 
     def receive(self, message: Message) -> list[Message]:
         """Process one client message; return the messages to send (possibly empty).
@@ -313,40 +316,28 @@ class Server:
             logger.warning("round aborted: %s", exc)
             raise
 
-    def _expected_in_phase(self) -> frozenset[int]:
-        index = self._phase_index()
-        if index == 0:
-            return self.client_ids
-        if index == 1:
-            return frozenset(self._keys)
-        if index == 2:
-            return self._shared
-        if index == 3:
-            return frozenset(self._requests)
-        return frozenset()
+    def _open_phase(self, state: ServerState, members: Iterable[int]) -> None:
+        self._state = state
+        self._phase_members = frozenset(members)
+        self._pending = set(self._phase_members - self._excluded)
 
-    def _answered_in_phase(self) -> frozenset[int]:
-        answered: Iterable[int] = (
-            self._keys,
-            self._share_messages,
-            self._masked,
-            self._responded,
-            (),
-        )[self._phase_index()]
-        return frozenset(answered) | (self._excluded & self._expected_in_phase())
+    def _exclude(self, client_id: int) -> None:
+        self._excluded.add(client_id)
+        self._pending.discard(client_id)
+
+    def _answered(self, client_id: int) -> bool:
+        self._pending.discard(client_id)
+        return not self._pending
 
     def _check_sender(self, message: Message, session: bytes) -> None:
         """Validate the envelope: session, membership of this phase, not excluded."""
         sender = message.peer
         if message.session_id != session:
             raise self._fault("message from another session or phase", sender)
-        if sender not in self._expected_in_phase():
+        if sender not in self._phase_members:
             raise self._fault(f"client {sender} is not part of phase {self._state.value}", sender)
         if sender in self._excluded:
             raise self._fault("message from an excluded client", sender)
-
-    def _all_answered(self) -> bool:
-        return not self.expected()
 
     def _on_advertise_keys(self, message: Message) -> bool:
         assert isinstance(message, AdvertiseKeys)
@@ -359,12 +350,12 @@ class Server:
             return False
         for key in keys:
             try:
-                agree(_KEY_CHECK_SCALAR, key)
+                _KEY_CHECK.agree(key)
             except RemoteProtocolError:
-                self._excluded.add(message.sender)
+                self._exclude(message.sender)
                 raise self._fault("advertised a low-order public key", message.sender) from None
         self._keys[message.sender] = keys
-        return self._all_answered()
+        return self._answered(message.sender)
 
     def _on_encrypted_shares(self, message: Message) -> bool:
         assert isinstance(message, EncryptedShares)
@@ -377,14 +368,14 @@ class Server:
             return False
         assert self._graph is not None
         recipients = tuple(v for v, _ in message.ciphertexts)
-        if recipients != self._graph.neighbors(sender):
-            self._excluded.add(sender)
+        if recipients != self._neighbors[sender]:
+            self._exclude(sender)
             raise self._fault("shares must go to exactly the sender's neighbours, in order", sender)
         if any(len(ct) != SHARE_CIPHERTEXT_BYTES for _, ct in message.ciphertexts):
-            self._excluded.add(sender)
+            self._exclude(sender)
             raise self._fault("share ciphertext of the wrong length", sender)
         self._share_messages[sender] = message
-        return self._all_answered()
+        return self._answered(sender)
 
     def _on_masked_input(self, message: Message) -> bool:
         assert isinstance(message, MaskedInput)
@@ -394,15 +385,15 @@ class Server:
             logger.debug("duplicate masked input from %d ignored", sender)
             return False
         if message.modulus_bits != self.config.modulus_bits:
-            self._excluded.add(sender)
+            self._exclude(sender)
             raise self._fault(f"masked input over 2^{message.modulus_bits}", sender)
         if message.vector.size != self.config.dimension:
-            self._excluded.add(sender)
+            self._exclude(sender)
             raise self._fault(f"masked input of dimension {message.vector.size}", sender)
         assert self._accumulator is not None
         np.add(self._accumulator, message.vector, out=self._accumulator)
         self._masked.add(sender)
-        return self._all_answered()
+        return self._answered(sender)
 
     def _on_unmask_response(self, message: Message) -> bool:
         assert isinstance(message, UnmaskResponse)
@@ -415,7 +406,7 @@ class Server:
         seed_owners = [v for v, _ in message.seed_shares]
         key_owners = [v for v, _ in message.key_shares]
         if seed_owners != list(request.survivors) or key_owners != list(request.dropped):
-            self._excluded.add(sender)
+            self._exclude(sender)
             raise self._fault("unmask response does not match the request", sender)
         decoded: list[tuple[dict[int, dict[int, np.ndarray]], int, np.ndarray]] = []
         for store, entries in (
@@ -425,13 +416,13 @@ class Server:
             for owner, data in entries:
                 values = decode_share(data)
                 if values is None:
-                    self._excluded.add(sender)
+                    self._exclude(sender)
                     raise self._fault(f"malformed share of client {owner}", sender)
                 decoded.append((store, owner, values))
         for store, owner, values in decoded:
             store.setdefault(owner, {})[sender] = values
         self._responded.add(sender)
-        return self._all_answered()
+        return self._answered(sender)
 
     def _advance(self) -> list[Message]:
         index = self._phase_index()
@@ -454,19 +445,19 @@ class Server:
         directory = KeyDirectory.build(self.config.digest, min(self._keys), self._keys)
         self._session_id = session_id(self.config.digest, directory.entries)
         self._graph = build_graph(self._keys, self.config.neighbors, self._session_id)
-        self._state = ServerState.COLLECTING_SHARES
+        self._neighbors = self._graph.all_neighbors()
+        self._open_phase(ServerState.COLLECTING_SHARES, self._keys)
         logger.info("keys: %d of %d clients advertised", len(self._keys), len(self.client_ids))
         return [KeyDirectory(self.config.digest, u, directory.entries) for u in sorted(self._keys)]
 
     def _close_shares(self) -> list[Message]:
-        assert self._graph is not None
-        graph, t = self._graph, self.config.threshold
+        t = self.config.threshold
         # Peel clients left with fewer than t sharing neighbours: their secrets could never be
         # recovered, so they must not enter the sum (iterate: removals cascade).
         shared = set(self._share_messages)
         changed = True
         while changed:
-            weak = {u for u in shared if len(shared.intersection(graph.neighbors(u))) < t}
+            weak = {u for u in shared if len(shared.intersection(self._neighbors[u])) < t}
             shared -= weak
             changed = bool(weak)
         if len(shared) < t + 1:
@@ -481,19 +472,18 @@ class Server:
                 if recipient in inbox:
                     inbox[recipient].append((sender, ciphertext))
         self._accumulator = self._ring.zeros(self.config.dimension)
-        self._state = ServerState.COLLECTING_MASKED_INPUTS
+        self._open_phase(ServerState.COLLECTING_MASKED_INPUTS, shared)
         logger.info("share_keys: %d clients continue", len(shared))
         return [ForwardedShares(self._session_id, u, tuple(inbox[u])) for u in sorted(shared)]
 
     def _close_masked_inputs(self) -> list[Message]:
-        assert self._graph is not None
-        graph, t = self._graph, self.config.threshold
+        t = self.config.threshold
         survivors = self._masked
         if not survivors:
             raise TooFewSurvivorsError("no client sent a masked input")
         dropped = self._shared - survivors
         for u in sorted(self._shared):
-            alive = len(survivors.intersection(graph.neighbors(u)))
+            alive = len(survivors.intersection(self._neighbors[u]))
             needed = u in survivors or alive > 0
             if needed and alive < t:
                 what = "self-mask seed" if u in survivors else "mask key"
@@ -502,7 +492,7 @@ class Server:
                 )
         requests = {}
         for u in sorted(survivors):
-            neighbors = graph.neighbors(u)
+            neighbors = self._neighbors[u]
             requests[u] = UnmaskRequest(
                 self._session_id,
                 u,
@@ -511,7 +501,7 @@ class Server:
             )
         self._requests = requests
         self._share_messages.clear()
-        self._state = ServerState.COLLECTING_UNMASK_RESPONSES
+        self._open_phase(ServerState.COLLECTING_UNMASK_RESPONSES, requests)
         logger.info("masked_input: %d survivors, %d dropped", len(survivors), len(dropped))
         return list(requests.values())
 
@@ -531,35 +521,41 @@ class Server:
             ) from None
 
     def _finish(self) -> None:
-        assert self._graph is not None and self._accumulator is not None
-        graph, ring, name = self._graph, self._ring, self.config.vector_name
+        assert self._accumulator is not None
+        ring, name = self._ring, self.config.vector_name
         survivors = frozenset(self._masked)
         dropped = self._shared - survivors
         total = self._accumulator
         self.reconstructed_seed_owners = survivors
+        plus: list[bytes] = []
+        minus: list[bytes] = []
         for u in sorted(survivors):
             seed = self._reconstruct(u, self._seed_shares.get(u, {}), "self-mask seed")
-            key = self_mask_key(seed, session_id=self._session_id, owner=u, vector_name=name)
-            add_mask(total, key, ring, subtract=True)
+            minus.append(
+                self_mask_key(seed, session_id=self._session_id, owner=u, vector_name=name)
+            )
         recovered = set()
         for v in sorted(dropped):
-            alive = [u for u in graph.neighbors(v) if u in survivors]
+            alive = [u for u in self._neighbors[v] if u in survivors]
             if not alive:
                 continue
             secret = self._reconstruct(v, self._key_shares.get(v, {}), "mask key")
-            if public_key(secret) != self._keys[v].mask_key:
+            pair = KeyPair.from_private_bytes(secret)
+            if pair.public != self._keys[v].mask_key:
                 raise RemoteProtocolError(
                     f"reconstructed mask key of client {v} does not match its public key",
                     peer_id=None,
                 )
             recovered.add(v)
             for u in alive:
-                shared = agree(secret, self._keys[u].mask_key, peer_id=u)
+                shared = pair.agree(self._keys[u].mask_key, peer_id=u)
                 key = pairwise_mask_key(
                     shared, session_id=self._session_id, first=u, second=v, vector_name=name
                 )
                 # u added +PRG(s_uv) if v > u, −PRG(s_uv) if v < u: remove exactly that.
-                add_mask(total, key, ring, subtract=v > u)
+                (minus if v > u else plus).append(key)
+        # Only the masks that do not cancel are regenerated, all in one cache-friendly pass.
+        add_masks(total, ring, add=plus, subtract=minus)
         self.reconstructed_key_owners = frozenset(recovered)
         ring.normalize(total)
         phases = {
@@ -577,7 +573,7 @@ class Server:
         self._accumulator = None
         self._seed_shares.clear()
         self._key_shares.clear()
-        self._state = ServerState.COMPLETED
+        self._open_phase(ServerState.COMPLETED, ())
         logger.info("unmask: %d responded; round completed", len(self._responded))
 
 

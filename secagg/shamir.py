@@ -33,6 +33,7 @@ __all__ = [
 DEFAULT_PRIME = 2**31 - 1
 
 
+@lru_cache(maxsize=64)
 def _is_prime(n: int) -> bool:
     if n < 2:
         return False
@@ -239,15 +240,19 @@ def lagrange_coefficients(points: tuple[int, ...], prime: int = DEFAULT_PRIME) -
     [2, 6]
     """
     prime = _check_prime(prime)
-    xs = _check_points(points, prime)
-    out = np.empty(len(xs), dtype=np.int64)
-    for i, xi in enumerate(xs):
-        numerator, denominator = 1, 1
-        for j, xj in enumerate(xs):
-            if j != i:
-                numerator = numerator * xj % prime
-                denominator = denominator * (xj - xi) % prime
-        out[i] = numerator * pow(denominator, prime - 2, prime) % prime
+    xs = np.array(_check_points(points, prime), dtype=np.int64)
+    # λ_i = Π_{j≠i} x_j / (x_j − x_i): products column by column, reduced at every step.
+    numerators = np.tile(xs, (xs.size, 1))
+    differences = (xs[None, :] - xs[:, None]) % prime
+    np.fill_diagonal(numerators, 1)
+    np.fill_diagonal(differences, 1)
+    numerator = np.ones(xs.size, dtype=np.int64)
+    denominator = np.ones(xs.size, dtype=np.int64)
+    for j in range(xs.size):
+        numerator = numerator * numerators[:, j] % prime
+        denominator = denominator * differences[:, j] % prime
+    inverses = np.array([pow(int(d), prime - 2, prime) for d in denominator], dtype=np.int64)
+    out = numerator * inverses % prime
     out.setflags(write=False)
     return out
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import sys
 from collections.abc import Sequence
 
 __all__ = ["build_parser", "main"]
@@ -68,7 +67,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     status: int = args.func(args)
     return status
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m protocols.cli`` runs the ``secagg-dp`` command line."""
+
+import sys
+
+from protocols.cli import main
+
+sys.exit(main())

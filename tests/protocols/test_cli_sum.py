@@ -1,0 +1,85 @@
+"""The ``secagg-dp sum`` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from protocols.cli import main
+
+
+def test_sum_reports_correct_result(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(
+        [
+            "sum",
+            "--clients",
+            "12",
+            "--dim",
+            "50",
+            "--dropout",
+            "0.2",
+            "--neighbors",
+            "4",
+            "--threshold",
+            "2",
+            "--dropout-phase",
+            "share_keys",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "10 survivors, 2 dropped" in out
+    assert "equals the plaintext sum of the survivors: yes" in out
+    for phase in ("advertise_keys", "share_keys", "masked_input", "unmask"):
+        assert phase in out
+
+
+def test_sum_json_and_mixed_dropouts(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(
+        [
+            "sum",
+            "--clients",
+            "30",
+            "--dim",
+            "64",
+            "--dropout",
+            "0.1",
+            "--dropout-phase",
+            "mixed",
+            "--neighbors",
+            "auto",
+            "--bits",
+            "20",
+            "--json",
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0 and report["equals_plaintext_sum"] is True
+    assert report["dropped"] + report["survivors"] == 30
+    # Bit-packing: a masked input of 64 entries × 20 bits is 160 bytes plus a constant header.
+    assert report["upload_bytes_per_client"]["masked_input"] == 160 + 47
+
+
+def test_sum_clean_abort_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["sum", "--clients", "5", "--dim", "4", "--dropout", "0.6", "--threshold", "3"]) == 3
+    )
+    assert "aborted cleanly" in capsys.readouterr().out
+    assert main(["sum", "--clients", "5", "--dim", "4", "--neighbors", "3"]) == 2
+    assert "even" in capsys.readouterr().out
+    assert main(["sum", "--clients", "5", "--dim", "4", "--bits", "70"]) == 2
+    with pytest.raises(SystemExit):
+        main(["sum", "--dropout", "1.5"])
+
+
+def test_console_script_entry_point() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "protocols.cli", "sum", "--clients", "4", "--dim", "8", "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
