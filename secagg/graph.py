@@ -31,6 +31,14 @@ class CommunicationGraph:
     ----------
     degree
         k for a Harary graph, or ``None`` for the complete graph.
+
+    Examples
+    --------
+    >>> graph = build_graph(range(1, 9), 4, bytes(32))
+    >>> len(graph.neighbors(1)), 1 in graph, 9 in graph
+    (4, True, False)
+    >>> graph.all_neighbors()[1] == graph.neighbors(1)
+    True
     """
 
     degree: int | None

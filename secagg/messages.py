@@ -153,6 +153,13 @@ class KeyDirectory:
     ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32`` records, strictly
     increasing in id; the session id is a hash of it, so all parties hash identical bytes.
     ``session_id`` is the config digest.
+
+    Examples
+    --------
+    >>> keys = {5: ClientKeys(b"c" * 32, b"s" * 32), 2: ClientKeys(b"C" * 32, b"S" * 32)}
+    >>> directory = KeyDirectory.build(bytes(32), 2, keys)
+    >>> directory.ids_array().tolist(), directory.lookup([5])[5].mask_key[:1]
+    ([2, 5], b's')
     """
 
     session_id: bytes
@@ -271,7 +278,14 @@ class ForwardedShares:
 
 @dataclass(frozen=True, slots=True)
 class MaskedInput:
-    """Phase 2, client → server: y_u = x_u + masks (mod M), bit-packed on the wire."""
+    """Phase 2, client → server: y_u = x_u + masks (mod M), bit-packed on the wire.
+
+    Examples
+    --------
+    >>> msg = MaskedInput(bytes(32), 1, 12, np.arange(8, dtype=np.uint32))
+    >>> len(encode_message(msg)) - 47  # 8 entries × 12 bits
+    12
+    """
 
     session_id: bytes
     sender: int
