@@ -13,6 +13,6 @@ def test_readme_python_blocks_run() -> None:
     assert blocks, "the README should show Python usage"
     for block in blocks:
         namespace: dict[str, object] = {}
-        exec(compile(block, str(README), "exec"), namespace)  # noqa: S102
+        exec(compile(block, str(README), "exec"), namespace)
     result = namespace["result"]
     assert result.total.tolist() == [9, 12]  # type: ignore[attr-defined]
