@@ -21,6 +21,7 @@ from secagg._session import (
     SHARE_BYTES,
     SHARE_PLAINTEXT_BYTES,
     encode_share,
+    seed_commitment,
     session_id,
 )
 from secagg.config import SecAggConfig
@@ -327,7 +328,8 @@ class Client:
             for i, v in enumerate(neighbors)
         )
         self._state = ClientState.AWAITING_SHARES
-        return [EncryptedShares(self._session_id, self.client_id, ciphertexts)]
+        commitment = seed_commitment(self._session_id, self.client_id, self._self_mask_seed)
+        return [EncryptedShares(self._session_id, self.client_id, commitment, ciphertexts)]
 
     def _on_forwarded_shares(self, message: Message) -> list[Message]:
         assert isinstance(message, ForwardedShares)

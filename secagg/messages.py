@@ -227,10 +227,16 @@ class KeyDirectory:
 
 @dataclass(frozen=True, slots=True)
 class EncryptedShares:
-    """Phase 1, client → server: one AEAD ciphertext of Shamir shares per neighbour."""
+    """Phase 1, client → server: one AEAD ciphertext of Shamir shares per neighbour.
+
+    ``seed_commitment`` is SHA-256 of the client's self-mask seed (domain-separated, bound to the
+    session and the client): a hiding commitment that lets the server verify the seed it
+    reconstructs, so corrupted shares are detected instead of silently spoiling the sum.
+    """
 
     session_id: bytes
     sender: int
+    seed_commitment: bytes
     ciphertexts: tuple[tuple[int, bytes], ...]
 
     message_type = MessageType.ENCRYPTED_SHARES
@@ -238,6 +244,7 @@ class EncryptedShares:
     def __post_init__(self) -> None:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("sender", self.sender)
+        _check_bytes("seed_commitment", self.seed_commitment, 32)
         _check_blobs("ciphertexts", self.ciphertexts)
 
     @property
@@ -246,7 +253,7 @@ class EncryptedShares:
         return self.sender
 
     def _body(self) -> bytes:
-        return _encode_blobs(self.ciphertexts)
+        return self.seed_commitment + _encode_blobs(self.ciphertexts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,7 +510,7 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
             count = reader.count(_ENTRY.size)
             message = KeyDirectory(session_id, peer, reader.take(count * _ENTRY.size))
         elif kind is MessageType.ENCRYPTED_SHARES:
-            message = EncryptedShares(session_id, peer, reader.blobs())
+            message = EncryptedShares(session_id, peer, reader.take(32), reader.blobs())
         elif kind is MessageType.FORWARDED_SHARES:
             message = ForwardedShares(session_id, peer, reader.blobs())
         elif kind is MessageType.MASKED_INPUT:

@@ -19,7 +19,7 @@ round-fatal conditions (too few survivors) abort the server, after which every c
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -29,6 +29,7 @@ from secagg import shamir
 from secagg._session import (
     SHARE_CIPHERTEXT_BYTES,
     decode_share,
+    seed_commitment,
     session_id,
 )
 from secagg.config import SecAggConfig
@@ -159,6 +160,7 @@ class Server:
         self._graph: CommunicationGraph | None = None
         self._keys: dict[int, ClientKeys] = {}
         self._share_messages: dict[int, EncryptedShares] = {}
+        self._seed_commitments: dict[int, bytes] = {}
         self._shared: frozenset[int] = frozenset()
         self._accumulator: RingArray | None = None
         self._masked: set[int] = set()
@@ -466,6 +468,7 @@ class Server:
                 f"need at least {t + 1}"
             )
         self._shared = frozenset(shared)
+        self._seed_commitments = {u: self._share_messages[u].seed_commitment for u in shared}
         inbox: dict[int, list[tuple[int, bytes]]] = {u: [] for u in shared}
         for sender in sorted(shared):
             for recipient, ciphertext in self._share_messages[sender].ciphertexts:
@@ -505,20 +508,54 @@ class Server:
         logger.info("masked_input: %d survivors, %d dropped", len(survivors), len(dropped))
         return list(requests.values())
 
-    def _reconstruct(self, owner: int, shares: dict[int, np.ndarray], what: str) -> bytes:
+    def _reconstruct(
+        self,
+        owner: int,
+        shares: dict[int, np.ndarray],
+        what: str,
+        verify: Callable[[bytes], bool],
+    ) -> bytes:
+        """Interpolate a 32-byte secret and check it (commitment or public key).
+
+        The first t shares normally verify. With spare shares, other t-subsets are tried, so a
+        corrupted share is survived and reported; beyond that (Reed–Solomon decoding) the round
+        aborts with a clear error rather than produce a wrong sum.
+        """
         t = self.config.threshold
         if len(shares) < t:
             raise TooFewSurvivorsError(
                 f"{len(shares)} shares of client {owner}'s {what} arrived; t={t} are needed"
             )
-        holders = sorted(shares)[:t]
-        values = np.stack([shares[h] for h in holders])
-        try:
-            return shamir.join_secret(shamir.reconstruct(holders, values), KEY_BYTES)
-        except ValueError:
-            raise RemoteProtocolError(
-                f"shares of client {owner}'s {what} are inconsistent", peer_id=None
-            ) from None
+        holders = sorted(shares)
+        for subset in _candidate_subsets(holders, t):
+            values = np.stack([shares[h] for h in subset])
+            try:
+                secret = shamir.join_secret(shamir.reconstruct(subset, values), KEY_BYTES)
+            except ValueError:
+                continue
+            if verify(secret):
+                if subset != holders[:t]:
+                    suspects = sorted(set(holders[:t]) - set(subset))
+                    logger.warning(
+                        "client %d's %s: shares from %s did not verify; recovered without them",
+                        owner,
+                        what,
+                        suspects,
+                    )
+                return secret
+        raise RemoteProtocolError(
+            f"no {t} of the {len(holders)} shares of client {owner}'s {what} reconstruct the "
+            "committed value: shares are corrupt",
+            peer_id=None,
+        )
+
+    def _seed_check(self, owner: int) -> Callable[[bytes], bool]:
+        commitment = self._seed_commitments[owner]
+        return lambda seed: seed_commitment(self._session_id, owner, seed) == commitment
+
+    def _mask_key_check(self, owner: int) -> Callable[[bytes], bool]:
+        public = self._keys[owner].mask_key
+        return lambda secret: KeyPair.from_private_bytes(secret).public == public
 
     def _finish(self) -> None:
         assert self._accumulator is not None
@@ -530,7 +567,9 @@ class Server:
         plus: list[bytes] = []
         minus: list[bytes] = []
         for u in sorted(survivors):
-            seed = self._reconstruct(u, self._seed_shares.get(u, {}), "self-mask seed")
+            seed = self._reconstruct(
+                u, self._seed_shares.get(u, {}), "self-mask seed", self._seed_check(u)
+            )
             minus.append(
                 self_mask_key(seed, session_id=self._session_id, owner=u, vector_name=name)
             )
@@ -539,13 +578,10 @@ class Server:
             alive = [u for u in self._neighbors[v] if u in survivors]
             if not alive:
                 continue
-            secret = self._reconstruct(v, self._key_shares.get(v, {}), "mask key")
+            secret = self._reconstruct(
+                v, self._key_shares.get(v, {}), "mask key", self._mask_key_check(v)
+            )
             pair = KeyPair.from_private_bytes(secret)
-            if pair.public != self._keys[v].mask_key:
-                raise RemoteProtocolError(
-                    f"reconstructed mask key of client {v} does not match its public key",
-                    peer_id=None,
-                )
             recovered.add(v)
             for u in alive:
                 shared = pair.agree(self._keys[u].mask_key, peer_id=u)
@@ -575,6 +611,20 @@ class Server:
         self._key_shares.clear()
         self._open_phase(ServerState.COMPLETED, ())
         logger.info("unmask: %d responded; round completed", len(self._responded))
+
+
+def _candidate_subsets(holders: list[int], t: int, limit: int = 64) -> Iterator[list[int]]:
+    """t-subsets of the share holders to try, most likely first: the first t, then sliding
+    windows, then leaving out each one of the first t + 1."""
+    seen: set[tuple[int, ...]] = set()
+    candidates = [holders[start : start + t] for start in range(len(holders) - t + 1)]
+    if len(holders) > t:
+        candidates += [holders[:i] + holders[i + 1 : t + 1] for i in range(t + 1)]
+    for subset in candidates:
+        key = tuple(subset)
+        if key not in seen and len(seen) < limit:
+            seen.add(key)
+            yield subset
 
 
 _HANDLERS = (

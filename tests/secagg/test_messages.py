@@ -51,7 +51,7 @@ def directories(draw: st.DrawFn) -> KeyDirectory:
 messages = st.one_of(
     st.builds(AdvertiseKeys, session, ids, key, key),
     directories(),
-    st.builds(EncryptedShares, session, ids, blobs),
+    st.builds(EncryptedShares, session, ids, key, blobs),
     st.builds(ForwardedShares, session, ids, blobs),
     masked_inputs(),
     st.builds(

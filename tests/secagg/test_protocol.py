@@ -312,3 +312,38 @@ def test_client_without_input_fails_locally_at_masking() -> None:
     forwarded = [r for m in shares for r in server.receive(m)]
     with pytest.raises(LocalProtocolError, match="set_input"):
         clients[forwarded[0].peer].receive(forwarded[0])
+
+
+def _corrupt(share: bytes) -> bytes:
+    return bytes([share[0] ^ 1]) + share[1:]
+
+
+def test_a_lying_share_holder_is_survived_with_spare_shares(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    game = Round(n=6, threshold=2)
+    requests = game.until_unmask_requests()
+    responses = game.to_clients(requests)
+    liar = responses[0]
+    assert isinstance(liar, UnmaskResponse)
+    owner, share = liar.seed_shares[0]
+    lying = dataclasses.replace(liar, seed_shares=((owner, _corrupt(share)), *liar.seed_shares[1:]))
+    game.to_server([lying, *responses[1:]])
+    assert game.server.state is ServerState.COMPLETED
+    assert f"shares from [{liar.sender}] did not verify" in caplog.text
+    assert game.server.result.total.tolist() == [
+        sum(v[j] for v in game.inputs.values()) for j in range(4)
+    ]
+
+
+def test_corrupt_shares_without_spares_abort_instead_of_a_wrong_sum() -> None:
+    game = Round(n=3, threshold=2)
+    requests = game.until_unmask_requests()
+    responses = game.to_clients(requests)
+    liar = responses[0]
+    assert isinstance(liar, UnmaskResponse)
+    owner, share = liar.seed_shares[0]
+    lying = dataclasses.replace(liar, seed_shares=((owner, _corrupt(share)), *liar.seed_shares[1:]))
+    with pytest.raises(RemoteProtocolError, match=f"client {owner}'s self-mask seed .* corrupt"):
+        game.to_server([lying, *responses[1:]])
+    assert game.server.state is ServerState.ABORTED
