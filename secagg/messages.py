@@ -531,8 +531,3 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
     except (ValueError, TypeError) as exc:
         raise reader.fail(str(exc)) from None
     return message
-
-
-def iter_ids(entries: Iterable[tuple[int, bytes]]) -> list[int]:
-    """The ids of a list of (id, payload) pairs, in order."""
-    return [peer for peer, _ in entries]

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from secagg.client import Client, ClientState
 from secagg.config import SecAggConfig
-from secagg.errors import ProtocolError
+from secagg.errors import ProtocolError, RemoteProtocolError
 from secagg.messages import Message, decode_message, encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Ring, RingArray
@@ -151,6 +151,8 @@ class _Network:
             start = time.perf_counter()
             try:
                 out.extend(self.server.receive(decoded))
+            except RemoteProtocolError as exc:  # a peer's fault: recorded, the round goes on
+                logger.warning("server rejected a message in %s: %s", phase, exc)
             finally:
                 self.server_seconds[phase] += time.perf_counter() - start
         return out

@@ -258,10 +258,19 @@ class Server:
             return self._guarded(self._advance)
         return []
 
-    def receive_bytes(self, data: bytes, *, peer_id: int | None = None) -> list[bytes]:
+    def receive_bytes(self, data: bytes, *, peer_id: int | None = None) -> list[tuple[int, bytes]]:
         """Decode wire bytes, process them, and encode the outgoing messages.
 
-        Each outgoing message names its recipient in its header (``decode_message(b).peer``).
+        Returns
+        -------
+        list of (int, bytes)
+            (recipient id, wire bytes) for every message to send.
+
+        Raises
+        ------
+        RemoteProtocolError
+            If the bytes do not decode, or the message is invalid (recorded in
+            :attr:`faults`; the server carries on).
         """
         self._raise_if_aborted()
         try:
@@ -269,7 +278,7 @@ class Server:
         except RemoteProtocolError as exc:
             self.faults.append(exc)
             raise
-        return [encode_message(m) for m in self.receive(message)]
+        return [(m.peer, encode_message(m)) for m in self.receive(message)]
 
     def close_phase(self) -> list[Message]:
         """End the current phase now (its deadline passed): the silent clients dropped out.

@@ -22,6 +22,7 @@ from secagg import (
     TooFewSurvivorsError,
     UnmaskRequest,
     UnmaskResponse,
+    encode_message,
     secure_sum,
 )
 from secagg.messages import Message
@@ -347,3 +348,20 @@ def test_corrupt_shares_without_spares_abort_instead_of_a_wrong_sum() -> None:
     with pytest.raises(RemoteProtocolError, match=f"client {owner}'s self-mask seed .* corrupt"):
         game.to_server([lying, *responses[1:]])
     assert game.server.state is ServerState.ABORTED
+
+
+def test_bytes_only_transport() -> None:
+    # A transport that moves nothing but bytes: receive_bytes on both sides, routing by the
+    # recipient the server returns.
+    config = SecAggConfig(dimension=6, threshold=2, neighbors=2, round_nonce=b"bytes")
+    inputs = {u: np.arange(6) * u for u in range(1, 6)}
+    clients = {u: Client(config, u, input_vector=inputs[u]) for u in inputs}
+    server = Server(config, clients)
+    to_server = [encode_message(m) for c in clients.values() for m in c.start()]
+    while to_server:
+        to_clients = [out for data in to_server for out in server.receive_bytes(data)]
+        to_server = [reply for u, data in to_clients for reply in clients[u].receive_bytes(data)]
+    assert server.state is ServerState.COMPLETED
+    assert server.result.total.tolist() == (np.arange(6) * 15).tolist()
+    with pytest.raises(RemoteProtocolError):
+        server.receive_bytes(b"\x01\x05junk")
