@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -14,6 +15,7 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
+    run_state_machine_as_test,
 )
 
 from secagg import (
@@ -192,3 +194,17 @@ TestSecureSumMachine.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+@pytest.mark.slow
+def test_state_machine_deep() -> None:
+    """The same machine, fifteen times the examples (slow tier)."""
+    run_state_machine_as_test(
+        SecureSumMachine,
+        settings=settings(
+            max_examples=1500,
+            stateful_step_count=50,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
