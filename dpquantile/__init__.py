@@ -1,5 +1,75 @@
-"""Discrete Gaussian and Laplace samplers, the zCDP accountant and the distributed DP quantile."""
+"""Discrete Gaussian and Laplace samplers, the zCDP accountant and the distributed DP quantile.
+
+Samplers draw integer noise from a cryptographic stream (:class:`secagg.KeystreamRandom`): the
+exact CKS20 sampler, a fast table-based sampler with a proven total-variation bound, and the exact
+discrete Laplace. Every release is described by an immutable event; :class:`ZCDPAccountant`
+composes events and converts them to (ε, δ); :class:`PrivacyBudget` refuses a release that would
+overspend before its noise is drawn.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from dpquantile._fast_sampler import (
+    MAX_FAST_SIGMA,
+    FastDiscreteGaussian,
+    sample_discrete_gaussian,
+)
+from dpquantile.accounting import (
+    ZCDP,
+    BudgetExceededError,
+    ComposedEvent,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    DistributedDiscreteGaussian,
+    MechanismEvent,
+    PrivacyBudget,
+    PrivacyEvent,
+    SelfComposedEvent,
+    ZCDPAccountant,
+    kls21_sensitivities,
+)
+from dpquantile.pmf import (
+    discrete_gaussian_pmf,
+    discrete_gaussian_tail,
+    discrete_gaussian_variance,
+    discrete_laplace_pmf,
+)
+from dpquantile.release import NoisyRelease, add_discrete_gaussian_noise
+from dpquantile.samplers import (
+    MAX_EXACT_SIGMA,
+    ExactDiscreteGaussian,
+    ExactDiscreteLaplace,
+    IntegerNoiseSampler,
+    sample_discrete_gaussian_exact,
+    sample_discrete_laplace,
+)
+
+__all__ = [
+    "MAX_EXACT_SIGMA",
+    "MAX_FAST_SIGMA",
+    "ZCDP",
+    "BudgetExceededError",
+    "ComposedEvent",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "DistributedDiscreteGaussian",
+    "ExactDiscreteGaussian",
+    "ExactDiscreteLaplace",
+    "FastDiscreteGaussian",
+    "IntegerNoiseSampler",
+    "MechanismEvent",
+    "NoisyRelease",
+    "PrivacyBudget",
+    "PrivacyEvent",
+    "SelfComposedEvent",
+    "ZCDPAccountant",
+    "add_discrete_gaussian_noise",
+    "discrete_gaussian_pmf",
+    "discrete_gaussian_tail",
+    "discrete_gaussian_variance",
+    "discrete_laplace_pmf",
+    "kls21_sensitivities",
+    "sample_discrete_gaussian",
+    "sample_discrete_gaussian_exact",
+    "sample_discrete_laplace",
+]

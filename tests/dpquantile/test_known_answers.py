@@ -1,0 +1,101 @@
+"""Known-answer outputs of every sampler from fixed injected streams (data/known_answers.json).
+
+Any change to how a sampler consumes its stream or maps words to values changes these outputs; if
+the change is intended, regenerate with ``python tests/dpquantile/test_known_answers.py`` and
+say why in the commit. The statistical tests, not these vectors, show that outputs are correct.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpquantile import (
+    ExactDiscreteGaussian,
+    ExactDiscreteLaplace,
+    FastDiscreteGaussian,
+    IntegerNoiseSampler,
+)
+from secagg.randomness import KeystreamRandom
+
+DATA = Path(__file__).with_name("data") / "known_answers.json"
+COUNT = 24
+
+CASES: list[dict[str, Any]] = [
+    {"sampler": "exact_gaussian", "parameter": "0.5", "seed": 1},
+    {"sampler": "exact_gaussian", "parameter": "1.0", "seed": 2},
+    {"sampler": "exact_gaussian", "parameter": "3.7", "seed": 3},
+    {"sampler": "exact_gaussian", "parameter": "100.0", "seed": 4},
+    {"sampler": "exact_gaussian", "parameter": "100000.0", "seed": 5},
+    {"sampler": "fast_gaussian", "parameter": "0.5", "seed": 6},
+    {"sampler": "fast_gaussian", "parameter": "1.0", "seed": 7},
+    {"sampler": "fast_gaussian", "parameter": "3.7", "seed": 8},
+    {"sampler": "fast_gaussian", "parameter": "100.0", "seed": 9},
+    {"sampler": "fast_gaussian", "parameter": "1234.567", "seed": 10},
+    {"sampler": "fast_gaussian", "parameter": "100000.0", "seed": 11},
+    {"sampler": "exact_laplace", "parameter": "0.5", "seed": 12},
+    {"sampler": "exact_laplace", "parameter": "1.0", "seed": 13},
+    {"sampler": "exact_laplace", "parameter": "3.3", "seed": 14},
+]
+
+_FACTORIES: dict[str, Callable[[float], IntegerNoiseSampler]] = {
+    "exact_gaussian": ExactDiscreteGaussian,
+    "fast_gaussian": FastDiscreteGaussian,
+    "exact_laplace": ExactDiscreteLaplace,
+}
+
+
+def _draw(case: dict[str, Any]) -> list[int]:
+    sampler = _FACTORIES[case["sampler"]](float(case["parameter"]))
+    stream = KeystreamRandom(seed=case["seed"], label=b"dpquantile/known-answers")
+    return [int(v) for v in sampler.sample(COUNT, rng=stream)]
+
+
+def _load() -> list[dict[str, Any]]:
+    if not DATA.exists():  # only while regenerating
+        return []
+    cases: list[dict[str, Any]] = json.loads(DATA.read_text())["cases"]
+    return cases
+
+
+@pytest.mark.parametrize("case", _load(), ids=lambda c: f"{c['sampler']}-{c['parameter']}")
+def test_sampler_reproduces_known_answer(case: dict[str, Any]) -> None:
+    assert _draw(case) == case["values"]
+
+
+def test_known_answer_file_covers_every_case() -> None:
+    stored = {(c["sampler"], c["parameter"], c["seed"]) for c in _load()}
+    assert stored == {(c["sampler"], c["parameter"], c["seed"]) for c in CASES}
+
+
+def test_known_answers_are_not_degenerate() -> None:
+    for case in _load():
+        values = np.array(case["values"])
+        if float(case["parameter"]) >= 1.0:
+            assert len(set(values.tolist())) > 3, case
+
+
+def _regenerate() -> None:
+    cases = [dict(case, values=_draw(case)) for case in CASES]
+    payload: dict[str, Any] = {
+        "description": "First outputs of each sampler from KeystreamRandom(seed, "
+        "label=b'dpquantile/known-answers'); regenerate with "
+        "python tests/dpquantile/test_known_answers.py",
+        "count": COUNT,
+        "cases": cases,
+    }
+    del payload["cases"]
+    lines = ",\n".join("  " + json.dumps(case) for case in cases)
+    header = json.dumps(payload, indent=1)[:-2]
+    DATA.write_text(f'{header},\n "cases": [\n{lines}\n ]\n}}\n')
+    print(f"wrote {len(cases)} cases to {DATA}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    _regenerate()
