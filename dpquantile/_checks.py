@@ -74,8 +74,9 @@ def exact_positive_rational(name: str, value: object, *, maximum: float) -> Frac
     """Convert ``value`` (int, float or Fraction) exactly to a positive :class:`Fraction`."""
     if isinstance(value, Fraction):
         if value <= 0 or value > maximum:
-            raise ValueError(f"{name} must be a finite number > 0 and at most {maximum:g}; "
-                             f"got {value}")
+            raise ValueError(
+                f"{name} must be a finite number > 0 and at most {maximum:g}; got {value}"
+            )
         return value
     check_positive(name, value, maximum=maximum)
     if isinstance(value, numbers.Integral):

@@ -28,19 +28,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from dpquantile._bernoulli import SmallRatio, chain_parity
 from dpquantile._checks import (
-    check_nonnegative,
     exact_positive_rational,
     float_at_most,
-    resolve_rng,
-    resolve_size,
 )
+from dpquantile._sampler_base import DiscreteGaussianSampler
 from dpquantile._words import WordStream
-from dpquantile.accounting import DiscreteGaussian
-from dpquantile.pmf import discrete_gaussian_pmf, discrete_gaussian_variance
 from secagg.randomness import RandomSource
 
 __all__ = ["MAX_FAST_SIGMA", "FastDiscreteGaussian", "sample_discrete_gaussian"]
@@ -133,22 +129,25 @@ def _alias_table(inv_two_var: Fraction, symmetric: bool) -> tuple[_AliasTable, i
         if key not in cache:
             # exp(-c·x²): one rounded division, one correctly rounded exp; every operation goes
             # through ``context`` (Decimal's operators would round to the thread's 28 digits).
-            argument = context.divide(context.multiply(numerator, decimal.Decimal(key * key)),
-                                      denominator)
+            argument = context.divide(
+                context.multiply(numerator, decimal.Decimal(key * key)), denominator
+            )
             cache[key] = context.exp(context.minus(argument))
     values = [cache[abs(x)] for x in magnitudes]
     mass = decimal.Decimal(0)
     for value in values:
         mass = context.add(mass, value)
-    scaled = [context.divide(context.multiply(value, decimal.Decimal(total)), mass)
-              for value in values]
+    scaled = [
+        context.divide(context.multiply(value, decimal.Decimal(total)), mass) for value in values
+    ]
     weights = [int(value.to_integral_value(rounding=decimal.ROUND_FLOOR)) for value in scaled]
     deficit = total - sum(weights)
     if deficit < 0 or deficit > len(weights) + 1:
         raise ArithmeticError("alias table quantisation failed")  # pragma: no cover
     # Largest-remainder rounding: every weight ends within 1 of its exact scaled value.
-    order = sorted(range(len(weights)), key=lambda i: context.subtract(scaled[i], weights[i]),
-                   reverse=True)
+    order = sorted(
+        range(len(weights)), key=lambda i: context.subtract(scaled[i], weights[i]), reverse=True
+    )
     for i in order[:deficit]:
         weights[i] += 1
     weights.extend([0] * (columns - len(weights)))
@@ -233,7 +232,7 @@ def _block_variance(sigma_squared: Fraction) -> tuple[int, int]:
     return -((-a << exponent) // b), 1 << exponent  # ⌈σ²·2**e⌉ / 2**e
 
 
-class FastDiscreteGaussian:
+class FastDiscreteGaussian(DiscreteGaussianSampler):
     """Fast sampler for the discrete Gaussian N_ℤ(0, σ²) with a proven distance bound.
 
     Each draw is within total-variation distance :attr:`tv_bound` (8.1e-59 for σ < 64, 1.6e-58
@@ -262,6 +261,7 @@ class FastDiscreteGaussian:
     """
 
     __slots__ = ("_block", "_direct", "_offset", "_sigma", "_sigma_squared")
+    words_per_sample = 3
 
     def __init__(self, sigma: float | Fraction) -> None:
         root = exact_positive_rational("sigma", sigma, maximum=MAX_FAST_SIGMA)
@@ -276,15 +276,9 @@ class FastDiscreteGaussian:
             self._block = _block_plan(*_block_variance(self._sigma_squared))
 
     @property
-    def sigma(self) -> float:
-        """σ as a float (rounded down).
-
-        Examples
-        --------
-        >>> FastDiscreteGaussian(3.5).sigma
-        3.5
-        """
-        return self._sigma
+    def target_sigma_squared(self) -> Fraction:
+        """σ̃², the variance parameter actually sampled (see :attr:`sampled_sigma_squared`)."""
+        return self.sampled_sigma_squared
 
     @property
     def sampled_sigma_squared(self) -> Fraction:
@@ -313,79 +307,15 @@ class FastDiscreteGaussian:
         assert self._block is not None
         return self._block.tv_bound
 
-    def pmf(self, x: ArrayLike) -> NDArray[np.float64]:
-        """The target pmf of N_ℤ(0, σ̃²).
-
-        Examples
-        --------
-        >>> round(float(FastDiscreteGaussian(1.0).pmf(0)), 6)
-        0.398942
-        """
-        return discrete_gaussian_pmf(x, math.sqrt(float(self.sampled_sigma_squared)))
-
-    def variance(self) -> float:
-        """Var of the target N_ℤ(0, σ̃²).
-
-        Examples
-        --------
-        >>> round(FastDiscreteGaussian(0.5).variance(), 6)
-        0.215013
-        """
-        return discrete_gaussian_variance(math.sqrt(float(self.sampled_sigma_squared)))
-
-    def event(self, l2_sensitivity: float, *, dimension: int = 1) -> DiscreteGaussian:
-        """The privacy event of adding d draws to a query of L2 sensitivity Δ₂.
-
-        ρ uses the requested σ (<= σ̃, so it is conservative); the event carries d·tv_bound.
-
-        Examples
-        --------
-        >>> FastDiscreteGaussian(2.0).event(1.0, dimension=4).rho
-        0.125
-        """
-        return DiscreteGaussian(
-            sigma=self._sigma,
-            l2_sensitivity=check_nonnegative("l2_sensitivity", l2_sensitivity),
-            dimension=dimension,
-            sampler_tv_bound=dimension * self.tv_bound,
-        )
-
-    def sample(
-        self, size: int | tuple[int, ...], *, rng: RandomSource | None = None
-    ) -> NDArray[np.int64]:
-        """Draw samples of shape ``size`` from the cryptographic stream ``rng``.
-
-        Parameters
-        ----------
-        size
-            Output shape (an int or a tuple of ints, each >= 0).
-        rng
-            Cryptographic byte stream; ``None`` seeds a fresh one from the OS.
-
-        Returns
-        -------
-        numpy.ndarray
-            int64 array.
-
-        Examples
-        --------
-        >>> from secagg.randomness import KeystreamRandom
-        >>> FastDiscreteGaussian(3.0).sample((2, 2), rng=KeystreamRandom(seed=4)).shape
-        (2, 2)
-        """
-        shape = resolve_size(size)
-        count = math.prod(shape)
-        words = WordStream(resolve_rng(rng), expected_words=3 * count + 64)
-        return self._draw(words, count).reshape(shape)
-
     def _draw(self, words: WordStream, count: int) -> NDArray[np.int64]:
         """Draw ``count`` samples from an existing word stream."""
         out = np.empty(count, dtype=np.int64)
         if self._direct is not None:
             for start in range(0, count, _CHUNK):
                 stop = min(count, start + _CHUNK)
-                np.subtract(self._direct.draw(words, stop - start), self._offset,
-                            out=out[start:stop])
+                np.subtract(
+                    self._direct.draw(words, stop - start), self._offset, out=out[start:stop]
+                )
             return out
         assert self._block is not None
         if count == 0:

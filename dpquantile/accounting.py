@@ -221,8 +221,7 @@ def _dp_event_module() -> ModuleType:
         return importlib.import_module("dp_accounting.dp_event")
     except ImportError as error:
         raise ImportError(
-            "to_dp_accounting() needs Google's dp_accounting package: "
-            "pip install 'secagg-dp[dp]'"
+            "to_dp_accounting() needs Google's dp_accounting package: pip install 'secagg-dp[dp]'"
         ) from error
 
 
@@ -484,8 +483,10 @@ class DistributedDiscreteGaussian(MechanismEvent):
         # KLS21 Thm. 1: D_α ≤ min{αΔ₂²/(2nσ²) + τd, (α/2)(Δ₂²/(nσ²) + 2Δ₁τ/(√n σ) + τ²d),
         #                         (α/2)(Δ₂/(√n σ) + τ√d)²}.
         first = (_round_up(tau * d), _round_up(l2**2 / (2.0 * n * sigma**2)))
-        second = (0.0, _round_up(0.5 * (l2**2 / (n * sigma**2) + 2 * l1 * tau / root_n_sigma
-                                        + tau**2 * d)))
+        second = (
+            0.0,
+            _round_up(0.5 * (l2**2 / (n * sigma**2) + 2 * l1 * tau / root_n_sigma + tau**2 * d)),
+        )
         third = (0.0, _round_up(0.5 * (l2 / root_n_sigma + tau * math.sqrt(d)) ** 2))
         return (first, second, third)
 
@@ -550,8 +551,10 @@ def kls21_sensitivities(
     if beta is not None:
         beta = check_probability("beta", beta)
         # Conditional rounding: Δ₂² ≤ c²/γ² + d/4 + √(2 log 1/β)·(c/γ + √d/2) (KLS21 Prop. 22).
-        conditional = (c / gamma) ** 2 + d / 4.0 + math.sqrt(2.0 * math.log(1.0 / beta)) * (
-            c / gamma + math.sqrt(d) / 2.0
+        conditional = (
+            (c / gamma) ** 2
+            + d / 4.0
+            + math.sqrt(2.0 * math.log(1.0 / beta)) * (c / gamma + math.sqrt(d) / 2.0)
         )
         squared = min(squared, conditional)
     l2 = _round_up(math.sqrt(_round_up(squared)))
@@ -719,15 +722,17 @@ class SelfComposedEvent(PrivacyEvent):
 # --------------------------------------------------------------------------------------------------
 
 
-def _conversion_epsilon(divergence: NDArray[np.float64], alpha: NDArray[np.float64],
-                        log_inv_delta: float) -> NDArray[np.float64]:
+def _conversion_epsilon(
+    divergence: NDArray[np.float64], alpha: NDArray[np.float64], log_inv_delta: float
+) -> NDArray[np.float64]:
     # ε_α = D_α + (log(1/δ) + (α−1)·log(1−1/α) − log α)/(α−1) (CKS20 Prop. 12 / Cor. 13).
     am1 = alpha - 1.0
     return divergence + (log_inv_delta + am1 * np.log1p(-1.0 / alpha) - np.log(alpha)) / am1
 
 
-def _conversion_log_delta(divergence: NDArray[np.float64], alpha: NDArray[np.float64],
-                          epsilon: float) -> NDArray[np.float64]:
+def _conversion_log_delta(
+    divergence: NDArray[np.float64], alpha: NDArray[np.float64], epsilon: float
+) -> NDArray[np.float64]:
     # log δ_α = (α−1)(D_α − ε) + (α−1)·log(1−1/α) − log α (CKS20 Prop. 12, solved for δ).
     am1 = alpha - 1.0
     return am1 * (divergence - epsilon) + am1 * np.log1p(-1.0 / alpha) - np.log(alpha)
@@ -842,8 +847,9 @@ class ZCDPAccountant:
                 xi_terms.append((count, bounds[0][0]))
                 rho_terms.append((count, bounds[0][1]))
             else:
-                lines.append((np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds]),
-                              count))
+                lines.append(
+                    (np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds]), count)
+                )
             tv_terms.append((count, leaf.total_variation()))
         self._linear_xi = _exact_sum(xi_terms)
         self._linear_rho = _exact_sum(rho_terms)

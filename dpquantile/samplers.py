@@ -29,17 +29,13 @@ from dpquantile._bernoulli import (
     geometric_exp_minus_one,
 )
 from dpquantile._checks import (
-    check_nonnegative,
     exact_positive_rational,
     float_at_most,
-    resolve_rng,
-    resolve_size,
 )
+from dpquantile._sampler_base import BatchSampler, DiscreteGaussianSampler
 from dpquantile._words import WordStream, uniform_below
-from dpquantile.accounting import DiscreteGaussian, DiscreteLaplace
+from dpquantile.accounting import DiscreteLaplace
 from dpquantile.pmf import (
-    discrete_gaussian_pmf,
-    discrete_gaussian_variance,
     discrete_laplace_pmf,
 )
 from secagg.randomness import RandomSource
@@ -139,7 +135,7 @@ def _discrete_laplace(words: WordStream, t: int, s: int, count: int) -> NDArray[
     return out
 
 
-class ExactDiscreteGaussian:
+class ExactDiscreteGaussian(DiscreteGaussianSampler):
     """Exact sampler for the discrete Gaussian N_ℤ(0, σ²) (CKS20 Alg. 3), batched and vectorised.
 
     Parameters
@@ -161,6 +157,7 @@ class ExactDiscreteGaussian:
     """
 
     __slots__ = ("_accept_denominator", "_sigma", "_sigma_squared", "_t")
+    words_per_sample = 24
 
     def __init__(self, sigma: float | Fraction) -> None:
         root = exact_positive_rational("sigma", sigma, maximum=MAX_EXACT_SIGMA)
@@ -191,17 +188,6 @@ class ExactDiscreteGaussian:
         self._accept_denominator = 2 * a * b * self._t * self._t
 
     @property
-    def sigma(self) -> float:
-        """σ as a float, rounded down (so events built from it never understate ρ).
-
-        Examples
-        --------
-        >>> ExactDiscreteGaussian.from_variance(Fraction(2)).sigma
-        1.414213562373095
-        """
-        return self._sigma
-
-    @property
     def sigma_squared(self) -> Fraction:
         """The exact variance parameter σ².
 
@@ -210,6 +196,11 @@ class ExactDiscreteGaussian:
         >>> ExactDiscreteGaussian(0.5).sigma_squared
         Fraction(1, 4)
         """
+        return self._sigma_squared
+
+    @property
+    def target_sigma_squared(self) -> Fraction:
+        """σ² itself: the exact sampler targets the requested law."""
         return self._sigma_squared
 
     @property
@@ -222,68 +213,6 @@ class ExactDiscreteGaussian:
         0.0
         """
         return 0.0
-
-    def pmf(self, x: ArrayLike) -> NDArray[np.float64]:
-        """The target pmf P[X = x] ∝ exp(-x²/2σ²).
-
-        Examples
-        --------
-        >>> round(float(ExactDiscreteGaussian(1.0).pmf(0)), 6)
-        0.398942
-        """
-        return discrete_gaussian_pmf(x, math.sqrt(float(self._sigma_squared)))
-
-    def variance(self) -> float:
-        """Var[X] of the target (below σ² for small σ).
-
-        Examples
-        --------
-        >>> round(ExactDiscreteGaussian(0.5).variance(), 6)
-        0.215013
-        """
-        return discrete_gaussian_variance(math.sqrt(float(self._sigma_squared)))
-
-    def event(self, l2_sensitivity: float, *, dimension: int = 1) -> DiscreteGaussian:
-        """The privacy event of adding this noise to a query of L2 sensitivity Δ₂ in d coordinates.
-
-        Examples
-        --------
-        >>> ExactDiscreteGaussian(2.0).event(1.0, dimension=3)
-        DiscreteGaussian(sigma=2.0, l2_sensitivity=1.0, dimension=3, sampler_tv_bound=0.0)
-        """
-        return DiscreteGaussian(
-            sigma=self._sigma,
-            l2_sensitivity=check_nonnegative("l2_sensitivity", l2_sensitivity),
-            dimension=dimension,
-        )
-
-    def sample(
-        self, size: int | tuple[int, ...], *, rng: RandomSource | None = None
-    ) -> NDArray[np.int64]:
-        """Draw exact N_ℤ(0, σ²) samples.
-
-        Parameters
-        ----------
-        size
-            Output shape (an int or a tuple of ints, each >= 0).
-        rng
-            Cryptographic byte stream; ``None`` draws a fresh operating-system-seeded one.
-
-        Returns
-        -------
-        numpy.ndarray
-            int64 array of shape ``size``.
-
-        Examples
-        --------
-        >>> from secagg.randomness import KeystreamRandom
-        >>> ExactDiscreteGaussian(2.0).sample((2, 3), rng=KeystreamRandom(seed=7)).shape
-        (2, 3)
-        """
-        shape = resolve_size(size)
-        count = math.prod(shape)
-        words = WordStream(resolve_rng(rng), expected_words=24 * count + 64)
-        return self._draw(words, count).reshape(shape)
 
     def _draw(self, words: WordStream, count: int) -> NDArray[np.int64]:
         """Draw ``count`` samples from an existing word stream (for composite samplers)."""
@@ -327,7 +256,7 @@ class ExactDiscreteGaussian:
         return bernoulli_exp(words, whole, ratio)
 
 
-class ExactDiscreteLaplace:
+class ExactDiscreteLaplace(BatchSampler):
     """Exact sampler for the discrete Laplace law P[X = x] ∝ exp(-|x|/scale) (CKS20 Alg. 2).
 
     Parameters
@@ -345,6 +274,7 @@ class ExactDiscreteLaplace:
     """
 
     __slots__ = ("_scale", "_scale_float")
+    words_per_sample = 12
 
     def __init__(self, scale: float | Fraction) -> None:
         self._scale = exact_positive_rational("scale", scale, maximum=MAX_EXACT_SIGMA)
@@ -407,22 +337,6 @@ class ExactDiscreteLaplace:
         DiscreteLaplace(scale=4.0, l1_sensitivity=2.0)
         """
         return DiscreteLaplace(scale=self._scale_float, l1_sensitivity=l1_sensitivity)
-
-    def sample(
-        self, size: int | tuple[int, ...], *, rng: RandomSource | None = None
-    ) -> NDArray[np.int64]:
-        """Draw exact discrete Laplace samples of shape ``size``.
-
-        Examples
-        --------
-        >>> from secagg.randomness import KeystreamRandom
-        >>> ExactDiscreteLaplace(1.0).sample(3, rng=KeystreamRandom(seed=2)).shape
-        (3,)
-        """
-        shape = resolve_size(size)
-        count = math.prod(shape)
-        words = WordStream(resolve_rng(rng), expected_words=12 * count + 64)
-        return self._draw(words, count).reshape(shape)
 
     def _draw(self, words: WordStream, count: int) -> NDArray[np.int64]:
         """Draw ``count`` samples from an existing word stream."""
