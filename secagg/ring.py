@@ -33,7 +33,8 @@ RingArray = NDArray[np.uint32] | NDArray[np.uint64]
 
 # Largest |x·scale| for which float64 still resolves the 2^-32 rounding grid well enough.
 _MAX_SCALED = float(2**52)
-_ROUNDING_CHUNK = 1 << 15  # elements per chunk: the float scratch stays in L2
+_ROUNDING_CHUNK = 1 << 15
+_SMALL_PACK_BITS = 1 << 16  # vectors of at most this many bits use the bit-matrix packer  # elements per chunk: the float scratch stays in L2
 
 
 class HeadroomError(ValueError):
@@ -225,6 +226,11 @@ secagg.Quantizer first
         b = self.bits
         if b in (8, 16, 32, 64):
             return arr.astype(f"<u{b // 8}", copy=False).tobytes()
+        if arr.size * b <= _SMALL_PACK_BITS:
+            # Short vectors: one bit matrix, a few numpy calls instead of 64 column passes.
+            shifts = np.arange(b, dtype=np.uint64)
+            bits = (arr.astype(np.uint64)[:, None] >> shifts) & np.uint64(1)
+            return np.packbits(bits.astype(np.uint8).reshape(-1), bitorder="little").tobytes()
         groups = -(-arr.size // 64)
         slots = np.zeros(groups * 64, dtype=np.uint64)
         slots[: arr.size] = arr
@@ -264,6 +270,13 @@ secagg.Quantizer first
         b = self.bits
         if b in (8, 16, 32, 64):
             return cast(RingArray, np.frombuffer(data, dtype=f"<u{b // 8}").astype(self.dtype))
+        if dimension * b <= _SMALL_PACK_BITS:
+            raw_bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
+            if raw_bits[dimension * b :].any():
+                raise ValueError("non-zero padding bits after the last entry")
+            matrix = raw_bits[: dimension * b].reshape(dimension, b).astype(np.uint64)
+            values = (matrix << np.arange(b, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+            return cast(RingArray, values.astype(self.dtype))
         groups = -(-dimension // 64)
         raw = np.zeros(groups * b * 8, dtype=np.uint8)
         raw[:expected] = np.frombuffer(data, dtype=np.uint8)

@@ -169,3 +169,19 @@ def test_for_ring_gives_the_finest_safe_quantizer() -> None:
         check_headroom(50, finer.max_abs, 20, noise_bound=1000)
     with pytest.raises(HeadroomError, match="at least"):
         Quantizer.for_ring(clip=1.0, bits=8, num_clients=1000)
+
+
+@pytest.mark.parametrize(
+    ("bits", "size"), [(7, 9362), (7, 9370), (13, 5040), (13, 5100), (63, 1100)]
+)
+def test_both_packers_around_the_size_switch(bits: int, size: int) -> None:
+    # Vectors of ≤ 2^16 bits use the bit-matrix packer, longer ones the 64-column packer.
+    ring = Ring(bits)
+    values = np.random.default_rng(size).integers(0, 2**bits, size=size, dtype=np.uint64)
+    vector = values.astype(ring.dtype)
+    total = 0
+    for i, value in enumerate(values.tolist()):
+        total |= int(value) << (i * bits)
+    data = ring.pack(vector)
+    assert data == total.to_bytes(math.ceil(size * bits / 8), "little")
+    assert np.array_equal(ring.unpack(data, size), vector)

@@ -1,0 +1,413 @@
+"""Distributed DP quantile of client values: hierarchical histogram, discrete Gaussian, secure sum.
+
+Each client encodes its (clipped) value as a hierarchical histogram vector (or a one-hot bin
+vector), adds N_ℤ(0, σ²) to every coordinate, and the noisy vectors are summed with
+:func:`secagg.secure_sum` (Pillutla et al., Δ-FL, Alg. 2). The server sees only the noisy sum;
+it reads the CDF through the tree (or after least-squares consistency, Hay et al. 2010) and
+returns the quantile. Privacy is the distributed discrete Gaussian of Kairouz, Liu, Steinke 2021
+(Thm. 1) over the clients whose noise reached the sum — see ``quantile.md`` beside this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, overload
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpquantile._fast_sampler import FastDiscreteGaussian
+from dpquantile.accounting import DistributedDiscreteGaussian
+from dpquantile.histogram import HistogramTree
+from dpquantile.samplers import ExactDiscreteGaussian
+from secagg import KeystreamRandom, check_headroom, required_bits, secure_sum
+from secagg.graph_parameters import secagg_plus_parameters
+from secagg.runner import PHASES
+
+__all__ = ["QuantileResult", "dp_quantile", "quantile_noise_sigma"]
+
+logger = logging.getLogger(__name__)
+
+Mechanism = Literal["tree", "flat"]
+Adjacency = Literal["replace_one", "add_remove"]
+Sampler = Literal["fast", "exact"]
+
+_WRAP_PROBABILITY = 1e-9
+_SIGMA_RELATIVE_PRECISION = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileResult:
+    """A DP quantile estimate with the privacy it cost.
+
+    Attributes
+    ----------
+    estimate
+        The q-quantile estimate.
+    q
+        The quantile level asked for.
+    rho
+        ρ actually delivered: the zCDP parameter of ``event`` (the noise of the clients that
+        survived). Below or equal to ``rho_target`` unless fewer clients than planned survived.
+    rho_target
+        The ρ the noise was calibrated for, with ``planned_survivors`` clients.
+    event
+        The privacy event of the release (KLS21 distributed discrete Gaussian).
+    sigma
+        Each client's noise σ, in counts.
+    survivors, dropped, planned_survivors
+        Clients in the sum, clients not in it, and the minimum the noise was calibrated for.
+    secure
+        Whether the sum ran through the real secure-sum protocol (``False``: plain sum of the
+        identical noisy vectors, no cryptography).
+    released
+        The noisy sum the server saw (counts per tree node, leaves first, or per bin).
+    cdf
+        The cumulative counts H(1 … b) the estimate was read from.
+    clipped
+        Values outside [lower, upper], clipped before encoding (a simulation diagnostic: the
+        protocol itself does not reveal it).
+    """
+
+    estimate: float
+    q: float
+    rho: float
+    rho_target: float
+    event: DistributedDiscreteGaussian
+    sigma: float
+    mechanism: str
+    consistency: bool
+    bins: int
+    branching: int
+    survivors: int
+    dropped: int
+    planned_survivors: int
+    secure: bool
+    modulus_bits: int
+    clipped: int
+    released: NDArray[np.int64]
+    cdf: NDArray[np.float64]
+    seed: int | None
+
+    @property
+    def privacy_shortfall(self) -> bool:
+        """Whether fewer clients than planned survived, so ρ exceeds the target."""
+        return self.rho > self.rho_target * (1 + 1e-12)
+
+
+def _sensitivities(
+    tree: HistogramTree, mechanism: Mechanism, adjacency: Adjacency
+) -> tuple[float, float]:
+    # One client's vector has one 1 per level (L levels; flat: one level). Removing a client
+    # changes L coordinates by 1: Δ₁ = L, Δ₂ = √L; replacing it changes up to 2L (REFERENCES §2).
+    levels = tree.levels if mechanism == "tree" else 1
+    changed = levels if adjacency == "add_remove" else 2 * levels
+    return float(changed), math.sqrt(changed)
+
+
+def quantile_noise_sigma(
+    rho: float,
+    *,
+    num_clients: int,
+    bins: int,
+    mechanism: Mechanism = "tree",
+    branching: int = 2,
+    adjacency: Adjacency = "replace_one",
+) -> float:
+    """The smallest per-client σ (in counts) whose distributed noise gives ρ-zCDP.
+
+    Uses the KLS21 Thm. 1 bound (with its τ term) for ``num_clients`` clients each adding
+    N_ℤ(0, σ²); σ ≥ 1/2 as that bound requires.
+
+    Examples
+    --------
+    >>> round(quantile_noise_sigma(0.5, num_clients=100, bins=64), 3)  # τ keeps σ above ~0.75
+    0.752
+    """
+    tree = HistogramTree(bins, 0.0, 1.0, branching)
+    l1, l2 = _sensitivities(tree, mechanism, adjacency)
+    dimension = tree.dimension if mechanism == "tree" else tree.bins
+    if not (isinstance(rho, int | float) and math.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho must be a positive finite float; got {rho!r}")
+
+    def rho_at(sigma: float) -> float:
+        return DistributedDiscreteGaussian(num_clients, sigma, l1, l2, dimension).rho
+
+    low, high = 0.5, 1.0
+    if rho_at(low) <= rho:
+        return low
+    while rho_at(high) > rho:
+        low, high = high, 2 * high
+    while high - low > _SIGMA_RELATIVE_PRECISION * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if rho_at(middle) > rho else (low, middle)
+    return high
+
+
+class _NoisyVectors(Sequence[NDArray[np.int64]]):
+    """Client i's encoding plus its noise, generated on demand (O(d) memory for any n)."""
+
+    def __init__(
+        self,
+        bin_index: NDArray[np.int64],
+        tree: HistogramTree,
+        mechanism: Mechanism,
+        noise: FastDiscreteGaussian | ExactDiscreteGaussian,
+        root: KeystreamRandom,
+    ) -> None:
+        self.bin_index, self.tree, self.mechanism = bin_index, tree, mechanism
+        self.noise, self.root = noise, root
+        self.dimension = tree.dimension if mechanism == "tree" else tree.bins
+
+    def __len__(self) -> int:
+        return int(self.bin_index.size)
+
+    @overload
+    def __getitem__(self, index: int) -> NDArray[np.int64]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[NDArray[np.int64]]: ...
+    def __getitem__(self, index: int | slice) -> NDArray[np.int64] | list[NDArray[np.int64]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = range(len(self))[index]
+        vector = self.noise.sample(self.dimension, rng=self.root.spawn(b"noise/%d" % i))
+        level_offset = 0
+        j = int(self.bin_index[i])
+        if self.mechanism == "flat":
+            vector[j] += 1
+            return vector
+        for size in self.tree.level_sizes:
+            vector[level_offset + j // (self.tree.bins // size)] += 1
+            level_offset += size
+        return vector
+
+    def __iter__(self) -> Iterator[NDArray[np.int64]]:
+        return (self[i] for i in range(len(self)))
+
+
+def _plain_survivors(num_clients: int, dropouts: Mapping[str, Iterable[int]] | None) -> list[int]:
+    gone: set[int] = set()
+    for phase, indices in (dropouts or {}).items():
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}; phases are {', '.join(PHASES)}")
+        if phase != "unmask":  # a client dropping at unmask has its input in the sum
+            gone.update(int(i) for i in indices)
+    return [i for i in range(num_clients) if i not in gone]
+
+
+def dp_quantile(
+    values: ArrayLike,
+    q: float,
+    *,
+    lower: float,
+    upper: float,
+    bins: int = 64,
+    rho: float,
+    mechanism: Mechanism = "tree",
+    consistency: bool = True,
+    branching: int = 2,
+    interpolate: bool = True,
+    secure: bool = True,
+    seed: int | None = None,
+    min_survivors: int | None = None,
+    dropouts: Mapping[str, Iterable[int]] | None = None,
+    neighbors: int | Literal["auto"] | None = "auto",
+    threshold: int | None = None,
+    modulus_bits: int | None = None,
+    adjacency: Adjacency = "replace_one",
+    sampler: Sampler = "fast",
+) -> QuantileResult:
+    """The q-quantile of the clients' values under ρ-zCDP, through the secure sum.
+
+    Parameters
+    ----------
+    values
+        One value per client.
+    q
+        Quantile level in (0, 1) (Δ-FL uses 1 − θ).
+    lower, upper
+        The histogram range; values outside are clipped to it (and counted in the result).
+    bins
+        b, a power of ``branching``.
+    rho
+        Target ρ (zCDP) of the release, for ``min_survivors`` clients.
+    mechanism
+        ``"tree"`` (hierarchical histogram, the paper's) or ``"flat"`` (one-hot bins).
+    consistency
+        For the tree: least-squares consistency post-processing (Hay et al. 2010) before reading
+        the CDF; ``False`` reads it through the dyadic partition as the paper does.
+    branching
+        k of the tree (2 in the paper).
+    interpolate
+        Interpolate inside the selected bin (``False``: return its right edge, as the paper).
+    secure
+        Run the real secure-sum protocol; ``False`` adds the identical noise and sums in plain
+        numpy (for fast experiments; the result says so).
+    seed
+        Seed of all randomness (noise, protocol); ``None`` for fresh cryptographic randomness.
+    min_survivors
+        The number of surviving clients the noise is calibrated for (default: all). If fewer
+        survive, the result reports the larger ρ actually delivered.
+    dropouts
+        As in :func:`secagg.secure_sum`: phase → client indices that drop before that phase.
+    neighbors, threshold
+        Secure-sum graph: ``"auto"`` picks SecAgg+ parameters with
+        :func:`secagg.graph_parameters.secagg_plus_parameters`; ``None`` is the complete graph.
+    modulus_bits
+        b of M = 2^b; default the smallest for which the noisy sum wraps with probability
+        ≤ 1e-9. A smaller value raises :class:`secagg.HeadroomError`.
+    adjacency
+        ``"replace_one"`` (the number of clients is public; default) or ``"add_remove"``.
+    sampler
+        ``"fast"`` (alias-table sampler, its TV distance charged in the event) or ``"exact"``.
+
+    Returns
+    -------
+    QuantileResult
+
+    Raises
+    ------
+    ValueError
+        q outside (0, 1), lower ≥ upper, NaN values, b not a power of the branching factor,
+        ρ ≤ 0, unknown mechanism.
+    secagg.TooFewSurvivorsError
+        If too few clients survive for the secure sum's threshold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> losses = np.random.default_rng(0).chisquare(3, size=200)
+    >>> result = dp_quantile(losses, 0.9, lower=0.0, upper=16.0, bins=32, rho=0.5, seed=1,
+    ...                      secure=False)
+    >>> round(float(np.mean(losses <= result.estimate)), 2), result.secure, result.rho <= 0.5
+    (0.91, False, True)
+    """
+    if not (isinstance(q, int | float) and 0.0 < q < 1.0):
+        raise ValueError(f"q must lie in (0, 1); got {q!r}")
+    if not (isinstance(rho, int | float) and math.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho must be a positive finite float; got {rho!r}")
+    if mechanism not in ("tree", "flat"):
+        raise ValueError(f"mechanism must be 'tree' or 'flat'; got {mechanism!r}")
+    if adjacency not in ("replace_one", "add_remove"):
+        raise ValueError(f"adjacency must be 'replace_one' or 'add_remove'; got {adjacency!r}")
+    if sampler not in ("fast", "exact"):
+        raise ValueError(f"sampler must be 'fast' or 'exact'; got {sampler!r}")
+    tree = HistogramTree(bins, lower, upper, branching)
+    bin_index, clipped = tree.bin_index(values)
+    n = int(bin_index.size)
+    if n < 2:
+        raise ValueError(f"a distributed quantile needs at least 2 clients; got {n}")
+    planned = n if min_survivors is None else int(min_survivors)
+    if not 1 <= planned <= n:
+        raise ValueError(f"min_survivors must lie in [1, {n}]; got {min_survivors}")
+
+    l1, l2 = _sensitivities(tree, mechanism, adjacency)
+    dimension = tree.dimension if mechanism == "tree" else tree.bins
+    sigma = quantile_noise_sigma(
+        rho,
+        num_clients=planned,
+        bins=bins,
+        mechanism=mechanism,
+        branching=branching,
+        adjacency=adjacency,
+    )
+    noise: FastDiscreteGaussian | ExactDiscreteGaussian = (
+        FastDiscreteGaussian(sigma) if sampler == "fast" else ExactDiscreteGaussian(sigma)
+    )
+    # The sum of n clients' noise is nσ²-subgaussian (the discrete Gaussian is σ²-subgaussian,
+    # CKS20): P[|S| > T] ≤ 2·exp(−T²/(2nσ²)), union over the coordinates.
+    noise_bound = math.ceil(sigma * math.sqrt(2 * n * math.log(2 * dimension / _WRAP_PROBABILITY)))
+    needed = required_bits(n, 1, noise_bound)
+    bits = needed if modulus_bits is None else int(modulus_bits)
+    check_headroom(n, 1, bits, noise_bound)
+
+    root = KeystreamRandom(seed, label=b"dpquantile/quantile")
+    vectors = _NoisyVectors(bin_index, tree, mechanism, noise, root)
+    if secure:
+        if neighbors == "auto":
+            try:
+                params = secagg_plus_parameters(n)
+                graph_degree: int | None = None if params.complete_graph else params.degree
+                threshold = threshold if threshold is not None else params.threshold
+            except ValueError:
+                graph_degree = None
+        else:
+            graph_degree = neighbors
+        summed = secure_sum(
+            vectors,
+            modulus_bits=bits,
+            threshold=threshold,
+            neighbors=graph_degree,
+            dropouts=dropouts,
+            seed=None if seed is None else _derived_seed(root),
+        )
+        released = summed.centered()
+        survivors = len(summed.survivors)
+    else:
+        members = _plain_survivors(n, dropouts)
+        total = np.zeros(dimension, dtype=np.int64)
+        for i in members:
+            total += vectors[i]
+        released = _centered_modulo(total, bits)  # what the secure sum would return
+        survivors = len(members)
+
+    event = DistributedDiscreteGaussian(
+        num_clients=survivors,
+        sigma=sigma,
+        l1_sensitivity=l1,
+        l2_sensitivity=l2,
+        dimension=dimension,
+        sampler_tv_bound=survivors * dimension * noise.tv_bound,
+    )
+    if event.rho > rho:
+        logger.warning(
+            "only %d of the %d planned clients survived: the release is %.4g-zCDP, not %.4g",
+            survivors,
+            planned,
+            event.rho,
+            rho,
+        )
+    if mechanism == "flat":
+        cdf = np.cumsum(released.astype(np.float64))
+    elif consistency:
+        cdf = np.cumsum(tree.make_consistent(released, total=float(survivors)))
+    else:
+        cdf = tree.prefix_counts(released)
+    estimate = tree.quantile_from_cdf(cdf, q, float(survivors), interpolate=interpolate)
+    return QuantileResult(
+        estimate=estimate,
+        q=float(q),
+        rho=event.rho,
+        rho_target=float(rho),
+        event=event,
+        sigma=sigma,
+        mechanism=mechanism,
+        consistency=consistency and mechanism == "tree",
+        bins=bins,
+        branching=branching,
+        survivors=survivors,
+        dropped=n - survivors,
+        planned_survivors=planned,
+        secure=secure,
+        modulus_bits=bits,
+        clipped=clipped,
+        released=released,
+        cdf=cdf,
+        seed=seed,
+    )
+
+
+def _derived_seed(root: KeystreamRandom) -> int:
+    """A reproducible seed for the secure sum, domain-separated from the noise streams."""
+    return int.from_bytes(root.spawn(b"secagg").random_bytes(8), "big")
+
+
+def _centered_modulo(total: NDArray[np.int64], bits: int) -> NDArray[np.int64]:
+    """Residues modulo 2^b as centred representatives in [−2^(b−1), 2^(b−1))."""
+    if bits >= 63:  # an int64 sum of counts and noise cannot reach 2^62
+        return total
+    half = 1 << (bits - 1)
+    return ((total + half) % (2 * half)) - half
