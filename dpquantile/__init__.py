@@ -4,7 +4,8 @@ Samplers draw integer noise from a cryptographic stream (:class:`secagg.Keystrea
 exact CKS20 sampler, a fast table-based sampler with a proven total-variation bound, and the exact
 discrete Laplace. Every release is described by an immutable event; :class:`ZCDPAccountant`
 composes events and converts them to (ε, δ); :class:`PrivacyBudget` refuses a release that would
-overspend before its noise is drawn.
+overspend before its noise is drawn. :func:`dp_quantile` estimates a quantile of the clients'
+values from a noisy hierarchical histogram summed through :func:`secagg.secure_sum`.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from dpquantile.accounting import (
     ZCDPAccountant,
     kls21_sensitivities,
 )
+from dpquantile.histogram import HistogramTree
 from dpquantile.pmf import (
     discrete_gaussian_pmf,
     discrete_gaussian_tail,
     discrete_gaussian_variance,
     discrete_laplace_pmf,
 )
+from dpquantile.quantile import QuantileResult, dp_quantile, quantile_noise_sigma
 from dpquantile.release import NoisyRelease, add_discrete_gaussian_noise
 from dpquantile.samplers import (
     MAX_EXACT_SIGMA,
@@ -56,11 +59,13 @@ __all__ = [
     "ExactDiscreteGaussian",
     "ExactDiscreteLaplace",
     "FastDiscreteGaussian",
+    "HistogramTree",
     "IntegerNoiseSampler",
     "MechanismEvent",
     "NoisyRelease",
     "PrivacyBudget",
     "PrivacyEvent",
+    "QuantileResult",
     "SelfComposedEvent",
     "ZCDPAccountant",
     "add_discrete_gaussian_noise",
@@ -68,7 +73,9 @@ __all__ = [
     "discrete_gaussian_tail",
     "discrete_gaussian_variance",
     "discrete_laplace_pmf",
+    "dp_quantile",
     "kls21_sensitivities",
+    "quantile_noise_sigma",
     "sample_discrete_gaussian",
     "sample_discrete_gaussian_exact",
     "sample_discrete_laplace",
