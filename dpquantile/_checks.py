@@ -95,6 +95,8 @@ def resolve_rng(rng: RandomSource | None) -> RandomSource:
     """Return ``rng``, or a fresh operating-system-seeded :class:`KeystreamRandom` for ``None``."""
     if rng is None:
         return KeystreamRandom()
+    if isinstance(rng, KeystreamRandom):  # the common case; protocol checks are slow
+        return rng
     if isinstance(rng, np.random.Generator | np.random.RandomState):
         raise TypeError(
             "rng must be a cryptographic RandomSource such as secagg.KeystreamRandom; "

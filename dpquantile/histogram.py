@@ -243,3 +243,44 @@ class HistogramTree:
         mass = cdf[j] - below
         fraction = 1.0 if mass <= 0 else float(np.clip((target - below) / mass, 0.0, 1.0))
         return float(edges[j] + fraction * (edges[j + 1] - edges[j]))
+
+    def estimate(
+        self,
+        released: ArrayLike,
+        total: float,
+        q: float,
+        *,
+        mechanism: str = "tree",
+        consistency: bool = True,
+        interpolate: bool = True,
+    ) -> tuple[float, NDArray[np.float64]]:
+        """The q-quantile read from a released (noisy) sum, and the CDF it was read from.
+
+        Parameters
+        ----------
+        released
+            The summed vectors: tree counts (leaves first) for ``"tree"``, bin counts for
+            ``"flat"``.
+        total
+            The number of clients in the sum (public).
+        q
+            Quantile level in (0, 1).
+        mechanism, consistency, interpolate
+            As for :func:`dpquantile.dp_quantile`.
+
+        Examples
+        --------
+        >>> tree = HistogramTree(4, 0.0, 4.0)
+        >>> counts = tree.encode([0.5, 1.5, 2.5, 3.5]).sum(axis=0)
+        >>> tree.estimate(counts, 4.0, 0.5, interpolate=False)[0]
+        2.0
+        """
+        if mechanism == "flat":
+            cdf = np.cumsum(np.asarray(released, dtype=np.float64))
+        elif mechanism != "tree":
+            raise ValueError(f"mechanism must be 'tree' or 'flat'; got {mechanism!r}")
+        elif consistency:
+            cdf = np.cumsum(self.make_consistent(released, total=total))
+        else:
+            cdf = self.prefix_counts(released)
+        return self.quantile_from_cdf(cdf, q, total, interpolate=interpolate), cdf

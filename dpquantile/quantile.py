@@ -370,13 +370,14 @@ def dp_quantile(
             event.rho,
             rho,
         )
-    if mechanism == "flat":
-        cdf = np.cumsum(released.astype(np.float64))
-    elif consistency:
-        cdf = np.cumsum(tree.make_consistent(released, total=float(survivors)))
-    else:
-        cdf = tree.prefix_counts(released)
-    estimate = tree.quantile_from_cdf(cdf, q, float(survivors), interpolate=interpolate)
+    estimate, cdf = tree.estimate(
+        released,
+        float(survivors),
+        q,
+        mechanism=mechanism,
+        consistency=consistency,
+        interpolate=interpolate,
+    )
     return QuantileResult(
         estimate=estimate,
         q=float(q),

@@ -33,8 +33,8 @@ RingArray = NDArray[np.uint32] | NDArray[np.uint64]
 
 # Largest |x·scale| for which float64 still resolves the 2^-32 rounding grid well enough.
 _MAX_SCALED = float(2**52)
-_ROUNDING_CHUNK = 1 << 15
-_SMALL_PACK_BITS = 1 << 16  # vectors of at most this many bits use the bit-matrix packer  # elements per chunk: the float scratch stays in L2
+_ROUNDING_CHUNK = 1 << 15  # elements per chunk: the float scratch stays in L2
+_SMALL_PACK_BITS = 1 << 16  # vectors of at most this many bits use the bit-matrix packer
 
 
 class HeadroomError(ValueError):
@@ -348,7 +348,7 @@ which wraps modulo 2^16 (centred range ±32767); use at least 18 bits
 def _as_random_source(rng: RandomSource | int | None) -> RandomSource:
     if rng is None or isinstance(rng, int):
         return KeystreamRandom(rng, label=b"secagg/quantize")
-    if isinstance(rng, RandomSource):
+    if isinstance(rng, KeystreamRandom | RandomSource):  # the concrete class first: fast
         return rng
     raise TypeError(
         f"rng must be a secagg RandomSource, an int seed or None; got {type(rng).__name__}"
