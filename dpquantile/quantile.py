@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, overload
 
@@ -219,6 +219,7 @@ def dp_quantile(
     modulus_bits: int | None = None,
     adjacency: Adjacency = "replace_one",
     sampler: Sampler = "fast",
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> QuantileResult:
     """The q-quantile of the clients' values under ρ-zCDP, through the secure sum.
 
@@ -263,6 +264,8 @@ def dp_quantile(
         ``"replace_one"`` (the number of clients is public; default) or ``"add_remove"``.
     sampler
         ``"fast"`` (alias-table sampler, its TV distance charged in the event) or ``"exact"``.
+    progress
+        Optional callback ``(phase, done, total)`` for the secure sum.
 
     Returns
     -------
@@ -343,6 +346,7 @@ def dp_quantile(
             neighbors=graph_degree,
             dropouts=dropouts,
             seed=None if seed is None else _derived_seed(root),
+            progress=progress,
         )
         released = summed.centered()
         survivors = len(summed.survivors)

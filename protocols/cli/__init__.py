@@ -14,7 +14,11 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 # Subcommand modules, imported only when the command line starts.
-_COMMAND_MODULES: tuple[str, ...] = ("protocols.cli._sum", "protocols.cli._account")
+_COMMAND_MODULES: tuple[str, ...] = (
+    "protocols.cli._sum",
+    "protocols.cli._account",
+    "protocols.cli._quantile",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
