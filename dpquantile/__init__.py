@@ -36,7 +36,12 @@ from dpquantile.pmf import (
     discrete_gaussian_variance,
     discrete_laplace_pmf,
 )
-from dpquantile.quantile import QuantileResult, dp_quantile, quantile_noise_sigma
+from dpquantile.quantile import (
+    QuantileResult,
+    dp_quantile,
+    quantile_noise_sigma,
+    quantile_scale,
+)
 from dpquantile.release import NoisyRelease, add_discrete_gaussian_noise
 from dpquantile.samplers import (
     MAX_EXACT_SIGMA,
@@ -76,6 +81,7 @@ __all__ = [
     "dp_quantile",
     "kls21_sensitivities",
     "quantile_noise_sigma",
+    "quantile_scale",
     "sample_discrete_gaussian",
     "sample_discrete_gaussian_exact",
     "sample_discrete_laplace",

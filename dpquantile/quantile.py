@@ -27,7 +27,7 @@ from secagg import KeystreamRandom, check_headroom, required_bits, secure_sum
 from secagg.graph_parameters import secagg_plus_parameters
 from secagg.runner import PHASES
 
-__all__ = ["QuantileResult", "dp_quantile", "quantile_noise_sigma"]
+__all__ = ["QuantileResult", "dp_quantile", "quantile_noise_sigma", "quantile_scale"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ Sampler = Literal["fast", "exact"]
 
 _WRAP_PROBABILITY = 1e-9
 _SIGMA_RELATIVE_PRECISION = 1e-6
+_MIN_GRID_SIGMA = 2.0  # per-client σ in grid units where KLS21's τ is negligible (τ < 1e-7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +58,17 @@ class QuantileResult:
     event
         The privacy event of the release (KLS21 distributed discrete Gaussian).
     sigma
-        Each client's noise σ, in counts.
+        Each client's noise σ, in grid units (counts × ``scale``).
+    scale
+        The integer each client's count was multiplied by before noise was added.
     survivors, dropped, planned_survivors
         Clients in the sum, clients not in it, and the minimum the noise was calibrated for.
     secure
         Whether the sum ran through the real secure-sum protocol (``False``: plain sum of the
         identical noisy vectors, no cryptography).
     released
-        The noisy sum the server saw (counts per tree node, leaves first, or per bin).
+        The noisy sum the server saw, in grid units (scaled counts per tree node, leaves first,
+        or per bin).
     cdf
         The cumulative counts H(1 … b) the estimate was read from.
     clipped
@@ -78,6 +82,7 @@ class QuantileResult:
     rho_target: float
     event: DistributedDiscreteGaussian
     sigma: float
+    scale: int
     mechanism: str
     consistency: bool
     bins: int
@@ -99,13 +104,44 @@ class QuantileResult:
 
 
 def _sensitivities(
-    tree: HistogramTree, mechanism: Mechanism, adjacency: Adjacency
+    tree: HistogramTree, mechanism: Mechanism, adjacency: Adjacency, scale: int = 1
 ) -> tuple[float, float]:
-    # One client's vector has one 1 per level (L levels; flat: one level). Removing a client
-    # changes L coordinates by 1: Δ₁ = L, Δ₂ = √L; replacing it changes up to 2L (REFERENCES §2).
+    # One client's vector has `scale` at one node per level (L levels; flat: one level).
+    # Removing a client changes L coordinates by s: Δ₁ = sL, Δ₂ = s√L; replacing it changes up
+    # to 2L coordinates (REFERENCES §2, with s = 1).
     levels = tree.levels if mechanism == "tree" else 1
     changed = levels if adjacency == "add_remove" else 2 * levels
-    return float(changed), math.sqrt(changed)
+    return float(scale * changed), scale * math.sqrt(changed)
+
+
+def quantile_scale(
+    rho: float,
+    *,
+    num_clients: int,
+    bins: int,
+    mechanism: Mechanism = "tree",
+    branching: int = 2,
+    adjacency: Adjacency = "replace_one",
+) -> int:
+    """The integer scale s of the counts that keeps each client's noise σ at ≥ 2 grid units.
+
+    KLS21's bound for a sum of discrete Gaussians needs the per-client σ (in grid units) well
+    above 1/2: below ≈ 1 its τ term dominates and forces more noise than the privacy target
+    needs. Scaling every count by s (the integer analogue of KLS21's granularity 1/γ) scales
+    the sensitivity by s, so the ideal per-client σ is s·Δ₂/√(2nρ) while the noise *relative to
+    the counts* stays Δ₂/√(2nρ), the central-DP level. s is the smallest integer making that
+    ideal σ at least 2.
+
+    Examples
+    --------
+    >>> quantile_scale(0.125, num_clients=10_000, bins=64)  # ⌈2·√(2·10⁴·0.125)/√12⌉
+    29
+    >>> quantile_scale(0.01, num_clients=10, bins=64)  # already ≥ 2 grid units: no scaling
+    1
+    """
+    tree = HistogramTree(bins, 0.0, 1.0, branching)
+    _, l2 = _sensitivities(tree, mechanism, adjacency)
+    return max(1, math.ceil(_MIN_GRID_SIGMA * math.sqrt(2 * num_clients * rho) / l2))
 
 
 def quantile_noise_sigma(
@@ -116,8 +152,9 @@ def quantile_noise_sigma(
     mechanism: Mechanism = "tree",
     branching: int = 2,
     adjacency: Adjacency = "replace_one",
+    scale: int = 1,
 ) -> float:
-    """The smallest per-client σ (in counts) whose distributed noise gives ρ-zCDP.
+    """The smallest per-client σ (in grid units: counts × ``scale``) giving ρ-zCDP.
 
     Uses the KLS21 Thm. 1 bound (with its τ term) for ``num_clients`` clients each adding
     N_ℤ(0, σ²); σ ≥ 1/2 as that bound requires.
@@ -126,9 +163,13 @@ def quantile_noise_sigma(
     --------
     >>> round(quantile_noise_sigma(0.5, num_clients=100, bins=64), 3)  # τ keeps σ above ~0.75
     0.752
+    >>> round(quantile_noise_sigma(0.5, num_clients=100, bins=64, scale=10), 3)  # 10·√(12/100)
+    3.464
     """
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be a positive integer; got {scale!r}")
     tree = HistogramTree(bins, 0.0, 1.0, branching)
-    l1, l2 = _sensitivities(tree, mechanism, adjacency)
+    l1, l2 = _sensitivities(tree, mechanism, adjacency, scale)
     dimension = tree.dimension if mechanism == "tree" else tree.bins
     if not (isinstance(rho, int | float) and math.isfinite(rho) and rho > 0):
         raise ValueError(f"rho must be a positive finite float; got {rho!r}")
@@ -156,10 +197,12 @@ class _NoisyVectors(Sequence[NDArray[np.int64]]):
         tree: HistogramTree,
         mechanism: Mechanism,
         noise: FastDiscreteGaussian | ExactDiscreteGaussian,
+        *,
         root: KeystreamRandom,
+        scale: int,
     ) -> None:
         self.bin_index, self.tree, self.mechanism = bin_index, tree, mechanism
-        self.noise, self.root = noise, root
+        self.noise, self.root, self.scale = noise, root, scale
         self.dimension = tree.dimension if mechanism == "tree" else tree.bins
 
     def __len__(self) -> int:
@@ -177,10 +220,10 @@ class _NoisyVectors(Sequence[NDArray[np.int64]]):
         level_offset = 0
         j = int(self.bin_index[i])
         if self.mechanism == "flat":
-            vector[j] += 1
+            vector[j] += self.scale
             return vector
         for size in self.tree.level_sizes:
-            vector[level_offset + j // (self.tree.bins // size)] += 1
+            vector[level_offset + j // (self.tree.bins // size)] += self.scale
             level_offset += size
         return vector
 
@@ -219,6 +262,7 @@ def dp_quantile(
     modulus_bits: int | None = None,
     adjacency: Adjacency = "replace_one",
     sampler: Sampler = "fast",
+    scale: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> QuantileResult:
     """The q-quantile of the clients' values under ρ-zCDP, through the secure sum.
@@ -264,6 +308,9 @@ def dp_quantile(
         ``"replace_one"`` (the number of clients is public; default) or ``"add_remove"``.
     sampler
         ``"fast"`` (alias-table sampler, its TV distance charged in the event) or ``"exact"``.
+    scale
+        Each client contributes ``scale`` (not 1) per level, so its noise can stay ≥ 2 grid
+        units where KLS21's bound is tight; default :func:`quantile_scale`. ``1`` is the paper's.
     progress
         Optional callback ``(phase, done, total)`` for the secure sum.
 
@@ -286,7 +333,7 @@ def dp_quantile(
     >>> result = dp_quantile(losses, 0.9, lower=0.0, upper=16.0, bins=32, rho=0.5, seed=1,
     ...                      secure=False)
     >>> round(float(np.mean(losses <= result.estimate)), 2), result.secure, result.rho <= 0.5
-    (0.91, False, True)
+    (0.92, False, True)
     """
     if not (isinstance(q, int | float) and 0.0 < q < 1.0):
         raise ValueError(f"q must lie in (0, 1); got {q!r}")
@@ -307,28 +354,29 @@ def dp_quantile(
     if not 1 <= planned <= n:
         raise ValueError(f"min_survivors must lie in [1, {n}]; got {min_survivors}")
 
-    l1, l2 = _sensitivities(tree, mechanism, adjacency)
-    dimension = tree.dimension if mechanism == "tree" else tree.bins
+    shape = {"bins": bins, "mechanism": mechanism, "branching": branching, "adjacency": adjacency}
+    if scale is None:
+        scale = quantile_scale(rho, num_clients=planned, **shape)  # type: ignore[arg-type]
     sigma = quantile_noise_sigma(
         rho,
         num_clients=planned,
-        bins=bins,
-        mechanism=mechanism,
-        branching=branching,
-        adjacency=adjacency,
+        scale=scale,
+        **shape,  # type: ignore[arg-type]
     )
+    l1, l2 = _sensitivities(tree, mechanism, adjacency, scale)
+    dimension = tree.dimension if mechanism == "tree" else tree.bins
     noise: FastDiscreteGaussian | ExactDiscreteGaussian = (
         FastDiscreteGaussian(sigma) if sampler == "fast" else ExactDiscreteGaussian(sigma)
     )
     # The sum of n clients' noise is nσ²-subgaussian (the discrete Gaussian is σ²-subgaussian,
     # CKS20): P[|S| > T] ≤ 2·exp(−T²/(2nσ²)), union over the coordinates.
     noise_bound = math.ceil(sigma * math.sqrt(2 * n * math.log(2 * dimension / _WRAP_PROBABILITY)))
-    needed = required_bits(n, 1, noise_bound)
+    needed = required_bits(n, scale, noise_bound)
     bits = needed if modulus_bits is None else int(modulus_bits)
-    check_headroom(n, 1, bits, noise_bound)
+    check_headroom(n, scale, bits, noise_bound)
 
     root = KeystreamRandom(seed, label=b"dpquantile/quantile")
-    vectors = _NoisyVectors(bin_index, tree, mechanism, noise, root)
+    vectors = _NoisyVectors(bin_index, tree, mechanism, noise, root=root, scale=scale)
     if secure:
         if neighbors == "auto":
             try:
@@ -375,7 +423,7 @@ def dp_quantile(
             rho,
         )
     estimate, cdf = tree.estimate(
-        released,
+        released / scale,
         float(survivors),
         q,
         mechanism=mechanism,
@@ -389,6 +437,7 @@ def dp_quantile(
         rho_target=float(rho),
         event=event,
         sigma=sigma,
+        scale=scale,
         mechanism=mechanism,
         consistency=consistency and mechanism == "tree",
         bins=bins,

@@ -105,15 +105,15 @@ def test_privacy_event_matches_a_hand_calculation() -> None:
     assert kls21_rho_by_hand(100, sigma * (1 - 1e-5), 12.0, math.sqrt(12.0), 126) > 0.05
     assert math.sqrt(1.2) < sigma < math.sqrt(1.2) * 1.001
     values = np.linspace(0.0, 1.0, 100)
-    result = dp_quantile(values, 0.5, lower=0.0, upper=1.0, rho=0.05, seed=0, secure=False)
-    assert result.sigma == sigma
+    result = dp_quantile(values, 0.5, lower=0.0, upper=1.0, rho=0.05, seed=0, secure=False, scale=1)
+    assert result.sigma == sigma and result.scale == 1
     assert result.event == DistributedDiscreteGaussian(
         100, sigma, 12.0, math.sqrt(12.0), 126, sampler_tv_bound=result.event.sampler_tv_bound
     )
     assert result.rho == pytest.approx(kls21_rho_by_hand(100, sigma, 12.0, math.sqrt(12.0), 126))
     assert 0 < result.event.sampler_tv_bound < 100 * 126 * 2e-58  # n·d draws of the fast sampler
     flat = dp_quantile(
-        values, 0.5, lower=0.0, upper=1.0, rho=0.05, seed=0, secure=False, mechanism="flat"
+        values, 0.5, lower=0.0, upper=1.0, rho=0.05, seed=0, secure=False, mechanism="flat", scale=1
     )
     assert (flat.event.l1_sensitivity, flat.event.l2_sensitivity) == (2.0, math.sqrt(2.0))
     # Add/remove changes L = 6 counts: Δ₁ = 6, Δ₂ = √6; τ now dominates (σ = √0.6 ≈ 0.77 is
@@ -122,6 +122,26 @@ def test_privacy_event_matches_a_hand_calculation() -> None:
     assert kls21_rho_by_hand(100, add_remove, 6.0, math.sqrt(6.0), 126) <= 0.05
     assert kls21_rho_by_hand(100, add_remove * (1 - 1e-5), 6.0, math.sqrt(6.0), 126) > 0.05
     assert add_remove > math.sqrt(0.6)
+
+
+def test_default_scale_reaches_the_central_noise_level() -> None:
+    # With counts scaled by s = ⌈2·√(2nρ)/Δ₂⌉ each client's σ is ≥ 2 grid units, τ vanishes,
+    # and ρ = (sΔ₂)²/(2nσ²): the noise relative to the counts, σ/s, is Δ₂/√(2nρ) — the level a
+    # trusted curator would need — instead of the τ floor of the unscaled counts.
+    n, rho = 10_000, 0.125
+    values = np.random.default_rng(0).random(n)
+    result = dp_quantile(values, 0.9, lower=0.0, upper=1.0, rho=rho, seed=0, secure=False)
+    s = math.ceil(2 * math.sqrt(2 * n * rho) / math.sqrt(12))
+    assert result.scale == s == 29
+    assert (result.event.l1_sensitivity, result.event.l2_sensitivity) == (
+        12.0 * s,
+        s * math.sqrt(12),
+    )
+    assert result.sigma >= 2.0
+    assert result.sigma == pytest.approx(s * math.sqrt(12) / math.sqrt(2 * n * rho), rel=1e-5)
+    assert kls21_rho_by_hand(n, result.sigma, 12.0 * s, s * math.sqrt(12), 126) <= rho
+    unscaled = quantile_noise_sigma(rho, num_clients=n, bins=64)  # the τ floor, in counts
+    assert result.sigma / result.scale < unscaled / 10
 
 
 def test_secure_and_plain_paths_release_identical_sums() -> None:
@@ -144,7 +164,7 @@ def test_dropouts_never_overstate_privacy() -> None:
     assert short.privacy_shortfall and short.rho == pytest.approx(0.02 * 60 / 40, rel=1e-4)
     planned = dp_quantile(values, 0.5, dropouts=dropped, min_survivors=40, **kwargs)  # type: ignore[arg-type]
     assert not planned.privacy_shortfall and planned.rho <= 0.02
-    assert planned.sigma > short.sigma
+    assert planned.sigma / planned.scale > short.sigma / short.scale  # more noise per count
 
 
 @pytest.mark.parametrize(
@@ -193,17 +213,17 @@ def test_values_outside_the_range_are_clipped_and_counted() -> None:
 
 
 def test_cdf_error_variance_follows_the_noise_model() -> None:
-    # Without consistency, Ĥ(j) − H(j) sums |P_j| tree nodes, each carrying the sum of n clients'
-    # independent N_ℤ(0, σ²) noise: variance |P_j|·n·Var. For R independent releases,
-    # Σ_r (Ĥ(j) − H(j))² / variance is close to χ²_R (sums of n discrete Gaussians are very
-    # nearly Gaussian). Three two-sided tests at α = 1e-7 each keep the family-wise error below
-    # 1e-6; a noise variance off by 50 % moves the statistic by ≈ 9 standard deviations.
+    # Without consistency, Ĥ(j) − H(j) sums |P_j| tree nodes, each carrying the sum of n
+    # clients' independent N_ℤ(0, σ²) noise divided by the scale s: variance |P_j|·n·Var/s².
+    # For R independent releases, Σ_r (Ĥ(j) − H(j))² / variance is close to χ²_R (sums of n
+    # discrete Gaussians are very nearly Gaussian). Three two-sided tests at α = 1e-7 each keep
+    # the family-wise error below 1e-6; a variance off by 50 % moves the statistic by ≈ 9 s.d.
     n, bins, runs = 64, 16, 600
     tree = HistogramTree(bins, 0.0, 1.0)
     values = np.random.default_rng(5).random(n)
     truth = np.cumsum(tree.encode_flat(values).sum(axis=0))
     errors = []
-    sigma = 0.0
+    sigma, scale = 0.0, 1
     for seed in range(runs):
         result = dp_quantile(
             values,
@@ -216,10 +236,10 @@ def test_cdf_error_variance_follows_the_noise_model() -> None:
             secure=False,
             consistency=False,
         )
-        sigma = result.sigma
+        sigma, scale = result.sigma, result.scale
         errors.append(result.cdf - truth)
     squared = np.square(np.array(errors))
-    per_node = n * discrete_gaussian_variance(sigma)
+    per_node = n * discrete_gaussian_variance(sigma) / scale**2  # the CDF is in counts
     for j, nodes in ((8, 1), (12, 2), (15, 4)):  # |P_j| for j = 8, 12, 15 with b = 16
         statistic = squared[:, j - 1].sum() / (nodes * per_node)
         p_value = 2 * min(stats.chi2.cdf(statistic, runs), stats.chi2.sf(statistic, runs))
