@@ -31,15 +31,29 @@ from typing import Any
 
 import numpy as np
 
-from dpquantile import HistogramTree, dp_quantile, quantile_noise_sigma, sample_discrete_gaussian
+from dpquantile import (
+    HistogramTree,
+    dp_quantile,
+    quantile_noise_sigma,
+    quantile_scale,
+    sample_discrete_gaussian,
+)
 from secagg import KeystreamRandom
 
 HERE = Path(__file__).resolve().parent
-MECHANISMS = (("tree", False), ("tree", True), ("flat", False))
+# (mechanism, scaled counts, consistency): the paper's estimator (counts of 1, dyadic CDF), then
+# ours with scaled counts (``quantile_scale``): dyadic, least-squares consistent, and flat.
+MECHANISMS = (
+    ("tree", False, False),
+    ("tree", True, False),
+    ("tree", True, True),
+    ("flat", True, False),
+)
 LABELS = {
-    ("tree", False): "tree (paper)",
-    ("tree", True): "tree + consistency",
-    ("flat", False): "flat",
+    ("tree", False, False): "tree (paper)",
+    ("tree", True, False): "tree, scaled",
+    ("tree", True, True): "tree + consistency",
+    ("flat", True, False): "flat",
 }
 RANGES = {"chi2": (0.0, 16.0), "uniform": (0.0, 1.0)}
 Q = 0.9
@@ -57,25 +71,28 @@ def errors(values: np.ndarray, estimate: float) -> tuple[float, float]:
 
 def simulated_errors(
     values: np.ndarray, distribution: str, bins: int, epsilon: float, seed: int
-) -> Iterator[tuple[tuple[str, bool], float, float]]:
+) -> Iterator[tuple[tuple[str, bool, bool], float, float]]:
     lower, upper = RANGES[distribution]
     tree = HistogramTree(bins, lower, upper)
     n = values.size
+    rho = epsilon**2 / 2
     stream = KeystreamRandom(seed, label=b"bench/quantile")
-    for mechanism in ("tree", "flat"):
-        sigma = quantile_noise_sigma(epsilon**2 / 2, num_clients=n, bins=bins, mechanism=mechanism)
-        counts = (tree.encode(values) if mechanism == "tree" else tree.encode_flat(values)).sum(
-            axis=0
-        )
-        noise = sample_discrete_gaussian(
-            sigma, (n, counts.size), rng=stream.spawn(mechanism.encode())
-        )
-        released = counts + noise.sum(axis=0)
-        for consistency in (False, True) if mechanism == "tree" else (False,):
-            estimate, _ = tree.estimate(
-                released, float(n), Q, mechanism=mechanism, consistency=consistency
+    for mechanism, scaled in (("tree", False), ("tree", True), ("flat", True)):
+        shape = {"num_clients": n, "bins": bins, "mechanism": mechanism}
+        scale = quantile_scale(rho, **shape) if scaled else 1  # type: ignore[arg-type]
+        sigma = quantile_noise_sigma(rho, scale=scale, **shape)  # type: ignore[arg-type]
+        released = scale * tree.counts(values, flat=mechanism == "flat")
+        noise_stream = stream.spawn(f"{mechanism}/{scaled}".encode())
+        for start in range(0, n, 1000):  # n clients' noise, summed in blocks to bound memory
+            block = sample_discrete_gaussian(
+                sigma, (min(1000, n - start), released.size), rng=noise_stream
             )
-            yield (mechanism, consistency), *errors(values, estimate)
+            released = released + block.sum(axis=0)
+        for consistency in (False, True) if (mechanism, scaled) == ("tree", True) else (False,):
+            estimate, _ = tree.estimate(
+                released / scale, float(n), Q, mechanism=mechanism, consistency=consistency
+            )
+            yield (mechanism, scaled, consistency), *errors(values, estimate)
 
 
 def accuracy(grid: dict[str, Any], seeds: int) -> dict[str, Any]:
@@ -83,8 +100,8 @@ def accuracy(grid: dict[str, Any], seeds: int) -> dict[str, Any]:
     for distribution, n, bins, epsilon in product(
         grid["distributions"], grid["clients"], grid["bins"], grid["epsilons"]
     ):
-        rank: dict[tuple[str, bool], list[float]] = {m: [] for m in MECHANISMS}
-        absolute: dict[tuple[str, bool], list[float]] = {m: [] for m in MECHANISMS}
+        rank: dict[tuple[str, bool, bool], list[float]] = {m: [] for m in MECHANISMS}
+        absolute: dict[tuple[str, bool, bool], list[float]] = {m: [] for m in MECHANISMS}
         for seed in range(seeds):
             values = draw_values(distribution, n, seed)
             for mechanism, rank_error, abs_error in simulated_errors(
@@ -133,7 +150,7 @@ def cross_check(seeds: int) -> dict[str, Any]:
             simulated.extend(
                 r
                 for m, r, _ in simulated_errors(values, distribution, bins, epsilon, seed)
-                if m == ("tree", True)
+                if m == ("tree", True, True)
             )
         out[f"{distribution}/n={n}/b={bins}/eps={epsilon}"] = {
             "dp_quantile_median_rank_error": float(np.median(real)),
@@ -231,22 +248,23 @@ def main(argv: list[str] | None = None) -> int:
                 cells[f"{distribution}/n={n}/b={bins}/eps={e}"][label]["median_rank_error"]
                 for e in grid["epsilons"]
             ]
-            print(f" | {label[:10]:10s} " + " ".join(f"{v:.4f}" for v in values), end="")
+            print(f" | {label[:12]:12s} " + " ".join(f"{v:.4f}" for v in values), end="")
         print()
-    print("\ntree + consistency versus the paper's tree (median rank error, negative = better):")
-    improvements = {}
-    for key, cell in cells.items():
-        paper, ours = (
-            cell["tree (paper)"]["median_rank_error"],
-            cell["tree + consistency"]["median_rank_error"],
-        )
-        improvements[key] = (ours - paper) / paper if paper > 0 else 0.0
-    for bins in grid["bins"]:
-        ratios = [v for k, v in improvements.items() if f"/b={bins}/" in k]
-        print(
-            f"  b={bins}: median change {np.median(ratios):+.1%}, worst {max(ratios):+.1%}, "
-            f"best {min(ratios):+.1%}"
-        )
+    improvements: dict[str, dict[str, float]] = {}
+    for versus in ("tree (paper)", "tree, scaled"):
+        print(f"\ntree + consistency versus {versus} (median rank error, negative = better):")
+        changes = {}
+        for key, cell in cells.items():
+            base = cell[versus]["median_rank_error"]
+            ours = cell["tree + consistency"]["median_rank_error"]
+            changes[key] = (ours - base) / base if base > 0 else 0.0
+        improvements[versus] = changes
+        for bins in grid["bins"]:
+            ratios = [v for k, v in changes.items() if f"/b={bins}/" in k]
+            print(
+                f"  b={bins}: median change {np.median(ratios):+.1%}, "
+                f"worst {max(ratios):+.1%}, best {min(ratios):+.1%}"
+            )
     flat_wins = [
         k
         for k, cell in cells.items()
