@@ -203,6 +203,8 @@ def plot(cells: dict[str, Any], grid: dict[str, Any], path: Path) -> None:
             ax.plot(grid["epsilons"], ys, marker="o", label=label)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(grid["epsilons"], [f"{e:g}" for e in grid["epsilons"]])
+        ax.minorticks_off()
         ax.set_title(f"{distribution}, n={n}, b={bins}", fontsize=9)
         if c == 0:
             ax.set_ylabel("median rank error")
