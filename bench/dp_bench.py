@@ -80,24 +80,28 @@ def samplers(sigmas: tuple[float, ...], quick: bool) -> dict[str, Any]:
         stream = KeystreamRandom(seed=int(sigma), label=b"bench")
         exact = ExactDiscreteGaussian(sigma)
         row["exact"], row["exact_runs"] = median_rate(
-            functools.partial(exact.sample, n_exact, rng=stream), n_exact, reps)
+            functools.partial(exact.sample, n_exact, rng=stream), n_exact, reps
+        )
         fast_module._direct_plan.cache_clear()
         fast_module._block_plan.cache_clear()
         start = time.perf_counter()
         fast = FastDiscreteGaussian(sigma)
         row["fast_table_seconds"] = time.perf_counter() - start
         row["fast"], row["fast_runs"] = median_rate(
-            functools.partial(fast.sample, n_fast, rng=stream), n_fast, reps)
+            functools.partial(fast.sample, n_fast, rng=stream), n_fast, reps
+        )
         row["fast_tv_bound"] = fast.tv_bound
         laplace = ExactDiscreteLaplace(sigma)
         row["laplace_exact"], row["laplace_runs"] = median_rate(
-            functools.partial(laplace.sample, n_exact, rng=stream), n_exact, reps)
+            functools.partial(laplace.sample, n_exact, rng=stream), n_exact, reps
+        )
         anchor = opendp_sampler(sigma)
         if anchor is not None:
             measurement, version = anchor
             zeros = [0] * n_opendp
             row["opendp"], row["opendp_runs"] = median_rate(
-                functools.partial(measurement, zeros), n_opendp, max(3, reps // 2))
+                functools.partial(measurement, zeros), n_opendp, max(3, reps // 2)
+            )
             row["opendp_version"] = version
             row["exact_vs_opendp"] = row["exact"] / row["opendp"]
             row["fast_vs_opendp"] = row["fast"] / row["opendp"]
@@ -113,11 +117,14 @@ def accountant(quick: bool) -> dict[str, Any]:
     rounds = 1000
     gaussian = DiscreteGaussian(sigma=1.0, l2_sensitivity=0.1, dimension=10**6)
     distributed = DistributedDiscreteGaussian.from_model_units(
-        num_clients=100, local_sigma=0.1, l2_clip=1.0, granularity=1e-3, dimension=2**16)
+        num_clients=100, local_sigma=0.1, l2_clip=1.0, granularity=1e-3, dimension=2**16
+    )
     varying = [DiscreteGaussian(sigma=1.0 + k / rounds, l2_sensitivity=0.1) for k in range(rounds)]
 
-    def build_and_convert(events: list[DiscreteGaussian] | None,
-                          same: DiscreteGaussian | DistributedDiscreteGaussian | None) -> None:
+    def build_and_convert(
+        events: list[DiscreteGaussian] | None,
+        same: DiscreteGaussian | DistributedDiscreteGaussian | None,
+    ) -> None:
         history = ZCDPAccountant()
         if events is not None:
             for event in events:
@@ -132,17 +139,21 @@ def accountant(quick: bool) -> dict[str, Any]:
         def call() -> None:
             history._cache.clear()  # measure the conversion itself, not the cache
             history.epsilon(1e-5)
+
         return call
 
     prebuilt = ZCDPAccountant().compose(distributed, count=rounds)
     result = {
         "history_rounds": rounds,
         "same_gaussian_history_per_s": median_rate(
-            lambda: build_and_convert(None, gaussian), 1, reps)[0],
+            lambda: build_and_convert(None, gaussian), 1, reps
+        )[0],
         "distinct_gaussian_history_per_s": median_rate(
-            lambda: build_and_convert(varying, None), 1, reps)[0],
-        "kls21_history_per_s": median_rate(
-            lambda: build_and_convert(None, distributed), 1, reps)[0],
+            lambda: build_and_convert(varying, None), 1, reps
+        )[0],
+        "kls21_history_per_s": median_rate(lambda: build_and_convert(None, distributed), 1, reps)[
+            0
+        ],
         "epsilon_call_per_s_kls21_1000_rounds": median_rate(convert_only(prebuilt), 1, reps)[0],
     }
     try:
@@ -171,11 +182,18 @@ def main(argv: list[str] | None = None) -> int:
     rows = samplers(SIGMAS, args.quick)
     accounts = accountant(args.quick)
 
-    print(f"\n{'samples/s (median)':22s} {'sigma=1':>11s} {'sigma=10':>11s} {'sigma=1e3':>11s} "
-          f"{'sigma=1e5':>11s}")
-    labels = [("exact DG (CKS20)", "exact"), ("fast DG (tables)", "fast"),
-              ("exact DLap (CKS20)", "laplace_exact"), ("OpenDP make_gaussian", "opendp"),
-              ("exact / OpenDP", "exact_vs_opendp"), ("fast / OpenDP", "fast_vs_opendp")]
+    print(
+        f"\n{'samples/s (median)':22s} {'sigma=1':>11s} {'sigma=10':>11s} {'sigma=1e3':>11s} "
+        f"{'sigma=1e5':>11s}"
+    )
+    labels = [
+        ("exact DG (CKS20)", "exact"),
+        ("fast DG (tables)", "fast"),
+        ("exact DLap (CKS20)", "laplace_exact"),
+        ("OpenDP make_gaussian", "opendp"),
+        ("exact / OpenDP", "exact_vs_opendp"),
+        ("fast / OpenDP", "fast_vs_opendp"),
+    ]
     for label, key in labels:
         cells = []
         for sigma in SIGMAS:
@@ -187,11 +205,14 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 cells.append(f"{value:>11.3g}")
         print(f"{label:22s} " + " ".join(cells))
-    tables = ", ".join(f"{s:g}: {rows[f'{s:g}']['fast_table_seconds'] * 1e3:.0f} ms"
-                       for s in SIGMAS)
+    tables = ", ".join(
+        f"{s:g}: {rows[f'{s:g}']['fast_table_seconds'] * 1e3:.0f} ms" for s in SIGMAS
+    )
     print(f"fast-table construction (once per sigma, cached): {tables}")
-    print(f"fast-sampler TV bound per draw: {rows['1']['fast_tv_bound']:.2g} (sigma < 64), "
-          f"{rows[f'{SIGMAS[-1]:g}']['fast_tv_bound']:.2g} (sigma >= 64)")
+    print(
+        f"fast-sampler TV bound per draw: {rows['1']['fast_tv_bound']:.2g} (sigma < 64), "
+        f"{rows[f'{SIGMAS[-1]:g}']['fast_tv_bound']:.2g} (sigma >= 64)"
+    )
     print("\naccountant, 1000-round history (compose x1000 + epsilon), per second:")
     print(f"  same DG event          {accounts['same_gaussian_history_per_s']:>10.1f}")
     print(f"  1000 distinct DG events{accounts['distinct_gaussian_history_per_s']:>10.1f}")
@@ -205,8 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "command": "python bench/dp_bench.py" + (" --quick" if args.quick else ""),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {"python": platform.python_version(), "machine": platform.machine(),
-                    "numpy": np.__version__},
+        "machine": {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "numpy": np.__version__,
+        },
         "samplers": rows,
         "accountant": accounts,
     }
