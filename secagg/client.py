@@ -288,7 +288,7 @@ class Client:
                 "the key directory does not list this client's keys", peer_id=SERVER_ID
             )
         self._session_id = session_id(self.config.digest, message.entries)
-        graph = build_graph(message.ids_array().tolist(), self.config.neighbors, self._session_id)
+        graph = build_graph(message.ids_array(), self.config.neighbors, self._session_id)
         neighbors = graph.neighbors(self.client_id)
         threshold = self.config.threshold
         if len(neighbors) < threshold:

@@ -105,7 +105,9 @@ class CommunicationGraph:
         return True
 
 
-def build_graph(ids: Iterable[int], degree: int | None, session_id: bytes) -> CommunicationGraph:
+def build_graph(
+    ids: Iterable[int] | NDArray[np.int64], degree: int | None, session_id: bytes
+) -> CommunicationGraph:
     """The communication graph of one session.
 
     Parameters
@@ -128,10 +130,14 @@ def build_graph(ids: Iterable[int], degree: int | None, session_id: bytes) -> Co
     >>> build_graph([1, 2, 3], 4, bytes(32)).is_complete
     True
     """
-    given = [int(u) for u in ids]
-    sorted_ids = np.unique(np.array(given, dtype=np.int64))
+    given = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64)
+    if given.ndim != 1:
+        raise ValueError("client ids must be a flat collection of integers")
+    # A key directory's ids are already strictly increasing: then skip the O(n log n) unique.
+    increasing = given.size > 1 and bool((np.diff(given) > 0).all())
+    sorted_ids = given if increasing else np.unique(given)
     n = sorted_ids.size
-    if n != len(given):
+    if n != given.size:
         raise ValueError("client ids must be distinct")
     if degree is not None:
         if isinstance(degree, bool) or not isinstance(degree, int):
