@@ -37,7 +37,7 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols.training._checks import check_fraction, check_int
+from protocols._checks import check_fraction, check_int
 from protocols.training.data import ClientData, FederatedDataset
 
 __all__ = [
@@ -89,7 +89,7 @@ class Corruption:
         if self.kind not in CORRUPTION_KINDS:
             valid = ", ".join(repr(k) for k in CORRUPTION_KINDS)
             raise ValueError(f"kind must be one of {valid}; got {self.kind!r}")
-        fraction = check_fraction("fraction", self.fraction, closed=True)
+        fraction = check_fraction("fraction", self.fraction, zero=True, one=True)
         object.__setattr__(self, "fraction", fraction)
 
     @property
@@ -171,7 +171,7 @@ def corrupted_prefix(
         raise ValueError("sizes must be a 1-D array of integer example counts")
     if counts.size and counts.min() < 0:
         raise ValueError("sizes must be >= 0")
-    fraction = check_fraction("fraction", fraction, closed=True)
+    fraction = check_fraction("fraction", fraction, zero=True, one=True)
     order = rng.permutation(counts.size).astype(np.intp)
     target = fraction * float(counts.sum())
     if target <= 0:

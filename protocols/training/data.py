@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.training._checks import check_int
+from protocols._checks import check_int
 
 __all__ = ["ClientData", "FederatedDataset"]
 

@@ -24,7 +24,7 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.training._checks import check_fraction, check_int, check_real
+from protocols._checks import check_fraction, check_int, check_nonnegative
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.partition import (
     DirichletSplit,
@@ -150,11 +150,11 @@ def synthetic(
     >>> data.test_clients[0].num_train, data.test_clients[0].num_test >= 50
     (0, True)
     """
-    alpha_std = check_real("alpha", alpha, positive=False)
-    beta_std = check_real("beta", beta, positive=False)
+    alpha_std = check_nonnegative("alpha", alpha)
+    beta_std = check_nonnegative("beta", beta)
     n_train = check_int("num_clients", num_clients, minimum=1)
     n_test = check_int("num_test_clients", num_test_clients, minimum=0)
-    fraction = check_fraction("test_fraction", test_fraction, closed=False)
+    fraction = check_fraction("test_fraction", test_fraction, zero=True, one=False)
     cap = None
     if max_samples_per_client is not None:
         cap = check_int("max_samples_per_client", max_samples_per_client, minimum=50)
@@ -235,7 +235,7 @@ def _federate_images(
     """Partition a pooled uint8 image set across clients and scale each client's pixels."""
     n_train = check_int("num_clients", num_clients, minimum=1)
     n_test = check_int("num_test_clients", num_test_clients, minimum=0)
-    fraction = check_fraction("test_fraction", test_fraction, closed=False)
+    fraction = check_fraction("test_fraction", test_fraction, zero=True, one=False)
     if not isinstance(split, DirichletSplit | ShardSplit | IIDSplit):
         raise ValueError(f"split must be a DirichletSplit, ShardSplit or IIDSplit; got {split!r}")
     total = n_train + n_test

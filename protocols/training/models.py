@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols.training._checks import check_int, check_real
+from protocols._checks import check_int, check_nonnegative, check_positive
 
 __all__ = [
     "MLP",
@@ -250,8 +250,8 @@ class Model(ABC):
         features, targets = self._check_data(X, y)
         num_steps = check_int("steps", steps, minimum=1)
         batch = check_int("batch_size", batch_size, minimum=1)
-        step_size = check_real("lr", lr, positive=True)
-        decay = check_real("weight_decay", weight_decay, positive=False)
+        step_size = check_positive("lr", lr)
+        decay = check_nonnegative("weight_decay", weight_decay)
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
         n = features.shape[0]
@@ -351,7 +351,7 @@ class LinearRegression(Model):
 
     def __init__(self, num_features: int, *, seed: int = 0, init_scale: float = 0.0) -> None:
         super().__init__(num_features, num_features + 1)
-        scale = check_real("init_scale", init_scale, positive=False)
+        scale = check_nonnegative("init_scale", init_scale)
         self.seed = seed
         if scale:
             self._params[...] = scale * np.random.default_rng(seed).standard_normal(
@@ -550,7 +550,7 @@ class MultinomialLogisticRegression(Classifier):
         d = check_int("num_features", num_features, minimum=1)
         classes = check_int("num_classes", num_classes, minimum=2)
         super().__init__(d, classes, d * classes + classes)
-        scale = check_real("init_scale", init_scale, positive=False)
+        scale = check_nonnegative("init_scale", init_scale)
         self.seed = seed
         if scale:
             self._params[...] = scale * np.random.default_rng(seed).standard_normal(

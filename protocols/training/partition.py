@@ -16,7 +16,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols.training._checks import check_fraction, check_int, check_real
+from protocols._checks import check_fraction, check_int, check_positive
 
 __all__ = [
     "DirichletSplit",
@@ -49,13 +49,13 @@ class DirichletSplit:
     >>> DirichletSplit(concentration=0)
     Traceback (most recent call last):
     ...
-    ValueError: concentration must be a finite number > 0; got 0
+    ValueError: concentration must be positive (a finite number > 0); got 0
     """
 
     concentration: float
 
     def __post_init__(self) -> None:
-        check_real("concentration", self.concentration, positive=True)
+        check_positive("concentration", self.concentration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +261,7 @@ def train_test_indices(
     (9, 1)
     """
     n = check_int("n", n, minimum=0)
-    test_fraction = check_fraction("test_fraction", test_fraction, closed=False)
+    test_fraction = check_fraction("test_fraction", test_fraction, zero=True, one=False)
     num_train = math.floor((1.0 - test_fraction) * n + 1e-9)
     order = rng.permutation(n).astype(np.intp)
     return order[:num_train], order[num_train:]

@@ -1,0 +1,832 @@
+"""The secure weighted-average oracle: Σβᵢwᵢ / Σβᵢ through one secure sum (RFA's "secure average
+oracle").
+
+Each client sends one ring vector: its quantised βᵢwᵢ, then its quantised weight βᵢ, then any
+extra scalars (summed, not averaged), so the weight sum rides in the same secure sum and the server
+learns nothing but the totals. The quantisation scale is the finest one whose sum over all clients
+(plus the discrete Gaussian noise tail, when noise is on) cannot wrap modulo 2^bits; a scale that
+does not exist raises :class:`secagg.HeadroomError` naming the bits needed. Derivations that are
+ours (scale, sensitivity, the effective-weight certificate) are in ``secure_average_notes.md``.
+
+``secure=False`` computes the same quantity in plain numpy, either exactly (the default) or with
+the very same quantisation and noise (``quantize=True``, implied by noise): with one seed, the
+quantised plain path reproduces the secure path's integers exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import overload
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpquantile import (
+    DistributedDiscreteGaussian,
+)
+from protocols._checks import check_fraction, check_int, check_positive, check_seed
+from protocols.aggregation._arrays import as_matrix, row_norms
+from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
+from secagg import (
+    PHASES,
+    KeystreamRandom,
+    Ring,
+    SecureSumResult,
+    TooFewSurvivorsError,
+    default_threshold,
+    secure_sum,
+)
+
+__all__ = [
+    "WEIGHT_COORDINATE_SCALE",
+    "AverageResult",
+    "AverageSettings",
+    "DiscreteGaussianNoise",
+    "EffectiveWeightError",
+    "ServerView",
+    "ZeroWeightSumError",
+    "secure_weighted_average",
+]
+
+logger = logging.getLogger(__name__)
+
+#: λ: the weight coordinate carries λ·c·βᵢ and extra j carries λ·c·B·eᵢⱼ/Eⱼ, so every auxiliary
+#: coordinate spans at most a quarter of the vector block's range (costs 1 + λ² in Δ₂², see notes).
+WEIGHT_COORDINATE_SCALE = 0.25
+_DOMAIN = b"secagg-dp/v1/protocols/secure-average"
+_PLAIN_PHASES = frozenset(PHASES[:3])  # a client dropping at "unmask" is still in the sum
+
+
+class EffectiveWeightError(ValueError):
+    """The certified largest effective weight exceeds ``max_effective_weight``: result withheld.
+
+    Attributes
+    ----------
+    certified
+        The bound B / Σβ computed from public quantities only.
+    limit
+        The configured ``max_effective_weight`` s.
+
+    Examples
+    --------
+    >>> try:
+    ...     secure_weighted_average([[1.0], [2.0]], [1.0, 1.0], max_effective_weight=0.4,
+    ...                             secure=False)
+    ... except EffectiveWeightError as error:
+    ...     print(error.certified, error.limit)
+    0.5 0.4
+    """
+
+    def __init__(self, message: str, *, certified: float, limit: float) -> None:
+        super().__init__(message)
+        self.certified = certified
+        self.limit = limit
+
+
+class ZeroWeightSumError(ValueError):
+    """The released weight sum is not positive: there is no average to report.
+
+    Every surviving client had weight 0 (or noise swamped a tiny weight sum). A trainer treats
+    this like :class:`secagg.TooFewSurvivorsError` and skips the round.
+
+    Examples
+    --------
+    >>> secure_weighted_average([[1.0], [2.0], [3.0], [4.0]], [1.0, 0.0, 0.0, 0.0],
+    ...                         secure=False, dropouts={"masked_input": [0]})
+    Traceback (most recent call last):
+    ...
+    protocols.aggregation.secure_average.ZeroWeightSumError: the released weight sum over 3 \
+survivors is 0: no client with positive weight is in the sum
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class DiscreteGaussianNoise:
+    """Distributed discrete Gaussian noise (KLS21): each client adds N_ℤ(0, σ²) per grid coordinate.
+
+    Give exactly one of ``rho`` and ``sigma``.
+
+    Parameters
+    ----------
+    rho
+        Target zCDP ρ of one secure average if ``min_survivors`` clients survive; σ is then the
+        smallest grid σ whose :class:`~dpquantile.DistributedDiscreteGaussian` event meets it.
+    sigma
+        Per-client noise standard deviation in model units (of βᵢwᵢ); the grid σ is σ·scale.
+    min_survivors
+        The number of surviving clients the noise is planned for (``None``: every participating
+        client). With fewer survivors, less noise is in the sum: the result's event reports the ρ
+        actually delivered and :attr:`AverageResult.privacy_shortfall` is true.
+
+    Examples
+    --------
+    >>> DiscreteGaussianNoise(rho=0.5, min_survivors=8)
+    DiscreteGaussianNoise(rho=0.5, sigma=None, min_survivors=8)
+    >>> DiscreteGaussianNoise(rho=0.5, sigma=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: give exactly one of rho and sigma
+    """
+
+    rho: float | None = None
+    sigma: float | None = None
+    min_survivors: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.rho is None) == (self.sigma is None):
+            raise ValueError("give exactly one of rho and sigma")
+        if self.rho is not None:
+            object.__setattr__(self, "rho", check_positive("rho", self.rho))
+        if self.sigma is not None:
+            object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        if self.min_survivors is not None:
+            object.__setattr__(
+                self, "min_survivors", check_int("min_survivors", self.min_survivors, minimum=1)
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class AverageSettings:
+    """How secure averages are computed (shared by the oracle, iterative aggregates and RFA).
+
+    Parameters
+    ----------
+    bits
+        Ring size b (M = 2^b), 1 to 64.
+    clip
+        Public L2 clipping norm c of each client's vector. ``None``: the largest input norm,
+        a simulator convenience that a deployment cannot use (not allowed with noise).
+    noise
+        Distributed discrete Gaussian noise, or ``None``.
+    neighbors, threshold
+        SecAgg+ graph degree (``None``: complete graph) and Shamir threshold (``None``:
+        :func:`secagg.default_threshold`).
+    max_effective_weight
+        RFA's privacy condition s in (0, 1]: an average whose certified largest effective weight
+        exceeds s is withheld (:class:`EffectiveWeightError`).
+    quantize
+        For ``secure=False`` only: ``True`` reproduces the secure path's quantisation (and noise);
+        ``None`` quantises only when noise is on; ``False`` forbids noise.
+
+    Examples
+    --------
+    >>> AverageSettings(bits=48, clip=1.0).bits
+    48
+    >>> AverageSettings(noise=DiscreteGaussianNoise(rho=1.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: noise needs a public clip (the sensitivity cannot depend on the data)
+    """
+
+    bits: int = 32
+    clip: float | None = None
+    noise: DiscreteGaussianNoise | None = None
+    neighbors: int | None = None
+    threshold: int | None = None
+    max_effective_weight: float | None = None
+    quantize: bool | None = None
+
+    def __post_init__(self) -> None:
+        bits = check_int("bits", self.bits, minimum=1)
+        if bits > 64:
+            raise ValueError(f"bits must lie in [1, 64]; got {bits}")
+        object.__setattr__(self, "bits", bits)
+        if self.clip is not None:
+            object.__setattr__(self, "clip", check_positive("clip", self.clip))
+        if self.noise is not None:
+            if not isinstance(self.noise, DiscreteGaussianNoise):
+                raise TypeError(
+                    f"noise must be a DiscreteGaussianNoise; got {type(self.noise).__name__}"
+                )
+            if self.clip is None:
+                raise ValueError(
+                    "noise needs a public clip (the sensitivity cannot depend on the data)"
+                )
+            if self.quantize is False:
+                raise ValueError("noise lives on the quantisation grid: quantize=False forbids it")
+        if self.neighbors is not None:
+            object.__setattr__(self, "neighbors", check_int("neighbors", self.neighbors, minimum=2))
+        if self.threshold is not None:
+            object.__setattr__(self, "threshold", check_int("threshold", self.threshold, minimum=1))
+        if self.max_effective_weight is not None:
+            object.__setattr__(
+                self,
+                "max_effective_weight",
+                check_fraction(
+                    "max_effective_weight", self.max_effective_weight, zero=False, one=True
+                ),
+            )
+        if self.quantize is not None and not isinstance(self.quantize, bool):
+            raise TypeError(f"quantize must be a bool or None; got {type(self.quantize).__name__}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ServerView:
+    """Everything the server learns from one secure average (no per-client value).
+
+    Attributes
+    ----------
+    average
+        The released average Σβᵢwᵢ / Σβᵢ over the survivors (float64).
+    weight_sum
+        The released Σβᵢ over the survivors.
+    extras
+        The released sums of the extra scalars (empty when there are none).
+    survivors, dropped
+        Who is in the sum and who is not (a rejected client looks like a dropout).
+    certified_max_effective_weight
+        The public bound on maxᵢ βᵢ / Σβ (see :class:`AverageResult`).
+    event
+        The privacy event of the release, or ``None`` without noise.
+
+    Examples
+    --------
+    >>> view = ServerView(np.array([0.5]), 2.0, np.zeros(0), (0, 1), (2,), 0.5, None)
+    >>> view.weight_sum, view.dropped
+    (2.0, (2,))
+    """
+
+    average: NDArray[np.float64]
+    weight_sum: float
+    extras: NDArray[np.float64]
+    survivors: tuple[int, ...]
+    dropped: tuple[int, ...]
+    certified_max_effective_weight: float
+    event: DistributedDiscreteGaussian | None
+
+    def __post_init__(self) -> None:
+        if self.average.ndim != 1 or self.extras.ndim != 1:
+            raise ValueError("average and extras must be 1-D")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AverageResult:
+    """The outcome of :func:`secure_weighted_average`.
+
+    Attributes
+    ----------
+    average
+        Σβᵢwᵢ / Σβᵢ over the survivors, float64, after clipping (‖wᵢ‖ ≤ clip, βᵢ ≤ weight_cap).
+    weight_sum
+        Σβᵢ over the survivors as released (quantised, and noisy with noise).
+    extras
+        Released sums of the extra scalars, shape (k,).
+    num_clients
+        How many clients were asked.
+    survivors, dropped
+        Client indices in the sum, and all others (rejected clients included), ascending.
+    rejected
+        Clients dropped before the protocol because their vector or weight was not finite.
+    certified_max_effective_weight
+        What the *server* can certify from public quantities: every client clipped its weight to
+        the public cap B, so maxᵢ βᵢ/Σβ ≤ B / Σβ with Σβ the released weight sum (with noise,
+        Σβ is first lowered by its 2^-40 noise tail). The server never sees βᵢ.
+    true_max_effective_weight
+        SIMULATOR ONLY: the exact maxᵢ βᵢ/Σβ over the survivors, computed from the (clipped)
+        weights that only the in-process simulation knows. Never available to a real server.
+    weight_cap, clip
+        The public weight cap B and L2 clip c that were used.
+    event
+        The :class:`~dpquantile.DistributedDiscreteGaussian` event of this release, with the
+        number of clients that actually survived, or ``None`` without noise.
+    planned_rho
+        The ρ the noise was planned for (``min_survivors`` survivors), or ``None``.
+    quantization_step
+        1/scale in units of βᵢwᵢ, or ``None`` on the exact plain path.
+    bits
+        The ring size, or ``None`` on the exact plain path.
+    secure
+        Whether the secure sum ran (else plain numpy).
+    seed
+        The seed (``None``: fresh operating-system randomness).
+    secure_sum
+        The raw :class:`secagg.SecureSumResult` (timings, bytes), or ``None`` on the plain path.
+
+    Examples
+    --------
+    >>> result = secure_weighted_average([[0.0, 2.0], [2.0, 0.0], [4.0, 4.0]], [1.0, 1.0, 2.0],
+    ...                                  clip=8.0, seed=1)
+    >>> np.round(result.average, 6).tolist(), round(result.weight_sum, 6)
+    ([2.5, 2.5], 4.0)
+    >>> result.true_max_effective_weight, round(result.certified_max_effective_weight, 6)
+    (0.5, 0.5)
+    """
+
+    average: NDArray[np.float64]
+    weight_sum: float
+    extras: NDArray[np.float64]
+    num_clients: int
+    survivors: tuple[int, ...]
+    dropped: tuple[int, ...]
+    rejected: tuple[int, ...]
+    certified_max_effective_weight: float
+    true_max_effective_weight: float
+    weight_cap: float
+    clip: float
+    event: DistributedDiscreteGaussian | None
+    planned_rho: float | None
+    quantization_step: float | None
+    bits: int | None
+    secure: bool
+    seed: int | None
+    secure_sum: SecureSumResult | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.average.ndim != 1:
+            raise ValueError(f"average must be 1-D; got shape {self.average.shape}")
+        if not set(self.rejected) <= set(self.dropped):
+            raise ValueError("rejected clients must be among the dropped clients")
+        if len(self.survivors) + len(self.dropped) != self.num_clients:
+            raise ValueError("survivors and dropped must partition the clients")
+
+    @property
+    def privacy_shortfall(self) -> bool:
+        """Whether fewer clients survived than the noise was planned for (ρ above plan).
+
+        Examples
+        --------
+        >>> secure_weighted_average([[1.0], [2.0]], [1.0, 1.0], secure=False).privacy_shortfall
+        False
+        """
+        if self.event is None or self.planned_rho is None:
+            return False
+        return self.event.rho > self.planned_rho * (1 + 1e-9)
+
+    def server_view(self) -> ServerView:
+        """The part of this result that the server sees.
+
+        Examples
+        --------
+        >>> view = secure_weighted_average([[1.0], [3.0]], [1.0, 1.0], secure=False).server_view()
+        >>> view.average.tolist(), view.weight_sum, view.survivors
+        ([2.0], 2.0, (0, 1))
+        """
+        return ServerView(
+            average=self.average,
+            weight_sum=self.weight_sum,
+            extras=self.extras,
+            survivors=self.survivors,
+            dropped=self.dropped,
+            certified_max_effective_weight=self.certified_max_effective_weight,
+            event=self.event,
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Clients:
+    """Validated, clipped inputs: participants are the clients with finite vector and weight."""
+
+    matrix: NDArray[np.float64]
+    factors: NDArray[np.float64]  # L2 clipping factor min(1, c/‖wᵢ‖) per client
+    weights: NDArray[np.float64]  # βᵢ clipped to [0, B] (0 for rejected clients)
+    extras: NDArray[np.float64]  # (n, k), clipped to ±Eⱼ
+    participants: NDArray[np.intp]
+    rejected: tuple[int, ...]
+    clip: float
+    weight_cap: float
+
+
+def _prepare(
+    vectors: ArrayLike,
+    weights: ArrayLike,
+    *,
+    extras: ArrayLike | None,
+    extra_bounds: Sequence[float],
+    clip: float | None,
+    weight_cap: float | None,
+) -> _Clients:
+    matrix = as_matrix(vectors)
+    n = matrix.shape[0]
+    beta = np.asarray(weights, dtype=np.float64)
+    if beta.shape != (n,):
+        raise ValueError(f"weights must have shape ({n},) to match the vectors; got {beta.shape}")
+    bounds = np.array([check_positive("extra bound", b) for b in extra_bounds], dtype=np.float64)
+    if extras is None:
+        if bounds.size:
+            raise ValueError("extra_bounds given without extras")
+        extra = np.zeros((n, 0))
+    else:
+        extra = np.asarray(extras, dtype=np.float64)
+        if extra.ndim == 1:
+            extra = extra[:, None]
+        if extra.shape != (n, bounds.size):
+            raise ValueError(
+                f"extras must have shape ({n}, {bounds.size}) to match vectors and extra_bounds; "
+                f"got {extra.shape}"
+            )
+    norms = row_norms(matrix)
+    finite = np.isfinite(norms) & np.isfinite(beta) & np.isfinite(extra).all(axis=1)
+    rejected = tuple(int(i) for i in np.flatnonzero(~finite))
+    if rejected:
+        logger.warning("rejected %d client(s) with non-finite input: %s", len(rejected), rejected)
+    participants = np.flatnonzero(finite)
+    if participants.size == 0:
+        raise TooFewSurvivorsError(f"all {n} clients sent non-finite vectors or weights")
+    live_weights = beta[participants]
+    if (live_weights < 0).any():
+        bad = int(participants[np.flatnonzero(live_weights < 0)[0]])
+        raise ValueError(f"weights must be non-negative; client {bad} has weight {beta[bad]}")
+    if not (live_weights > 0).any():
+        raise ValueError("every weight is zero: a weighted average needs a positive weight")
+    if clip is None:
+        largest = float(norms[participants].max())
+        clip = largest if largest > 0 else 1.0
+    cap = (
+        float(live_weights.max())
+        if weight_cap is None
+        else check_positive("weight_cap", weight_cap)
+    )
+    safe_norms = np.where(finite, norms, 1.0)
+    factors = np.where(finite, np.minimum(1.0, clip / np.maximum(safe_norms, 1e-300)), 0.0)
+    clipped_weights = np.minimum(np.where(finite, beta, 0.0), cap)
+    clipped_extras = np.where(finite[:, None], np.clip(np.nan_to_num(extra), -bounds, bounds), 0.0)
+    return _Clients(
+        matrix, factors, clipped_weights, clipped_extras, participants, rejected, clip, cap
+    )
+
+
+def _parse_dropouts(
+    dropouts: Mapping[str, Iterable[int]] | None, num_clients: int
+) -> dict[int, str]:
+    if dropouts is None:
+        return {}
+    if not isinstance(dropouts, Mapping):
+        raise TypeError("dropouts must map a phase name to client indices")
+    phase_of: dict[int, str] = {}
+    for phase, indices in dropouts.items():
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}; phases are {', '.join(PHASES)}")
+        for index in indices:
+            client = check_int("dropout client index", index, minimum=0)
+            if client >= num_clients:
+                raise ValueError(f"client index {client} outside [0, {num_clients})")
+            if client in phase_of:
+                raise ValueError(f"client {client} drops twice")
+            phase_of[client] = phase
+    return phase_of
+
+
+def _derived_seed(root: KeystreamRandom, label: bytes) -> int:
+    return int.from_bytes(root.spawn(label).random_bytes(16), "big")
+
+
+# --------------------------------------------------------------------------------------------------
+# The oracle
+# --------------------------------------------------------------------------------------------------
+
+
+def _client_row(
+    clients: _Clients,
+    index: int,
+    plan: QuantizationPlan,
+    bounds: NDArray[np.float64],
+    root: KeystreamRandom,
+) -> NDArray[np.int64]:
+    """Client ``index``'s quantised (and noised) vector [βw ; λcβ ; λcB·e/E] in grid units."""
+    matrix, d = clients.matrix, clients.matrix.shape[1]
+    beta = float(clients.weights[index])
+    auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
+    row = np.empty(d + 1 + bounds.size, dtype=np.float64)
+    np.multiply(matrix[index], beta * float(clients.factors[index]), out=row[:d])
+    row[d] = auxiliary * beta
+    row[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[index] / bounds
+    values = plan.quantizer.quantize(row, rng=root.spawn(b"round/%d" % index))
+    if plan.sampler is not None:
+        values += plan.sampler.sample(row.size, rng=root.spawn(b"noise/%d" % index))
+    return values
+
+
+class _RingInputs(Sequence[NDArray[np.uint64]]):
+    """The participants' ring vectors, computed when the runner asks (O(d) memory, not O(n·d)).
+
+    Each client's rounding and noise streams are derived from (seed, client), so asking twice
+    (the runner validates, then masks) yields the same vector.
+    """
+
+    def __init__(
+        self,
+        clients: _Clients,
+        plan: QuantizationPlan,
+        bounds: NDArray[np.float64],
+        root: KeystreamRandom,
+        ring: Ring,
+    ) -> None:
+        self._clients, self._plan, self._bounds, self._root = clients, plan, bounds, root
+        self._mask = np.uint64(ring.word_mask)
+        self._dtype = ring.dtype
+
+    def __len__(self) -> int:
+        return int(self._clients.participants.size)
+
+    @overload
+    def __getitem__(self, index: int) -> NDArray[np.uint64]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[NDArray[np.uint64]]: ...
+    def __getitem__(self, index: int | slice) -> NDArray[np.uint64] | list[NDArray[np.uint64]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        client = int(self._clients.participants[index])
+        values = _client_row(self._clients, client, self._plan, self._bounds, self._root)
+        # Two's-complement residue modulo 2^b (the centred value is recovered after the sum).
+        ring_values = values.view(np.uint64) & self._mask
+        return ring_values.astype(self._dtype, copy=False)
+
+
+def _run(
+    vectors: ArrayLike,
+    weights: ArrayLike,
+    *,
+    settings: AverageSettings,
+    weight_cap: float | None,
+    extras: ArrayLike | None,
+    extra_bounds: Sequence[float],
+    secure: bool,
+    seed: int | None,
+    dropouts: Mapping[str, Iterable[int]] | None,
+) -> AverageResult:
+    """The oracle on validated settings (used by every public entry point)."""
+    seed = check_seed(seed)
+    if not isinstance(secure, bool):
+        raise TypeError(f"secure must be a bool; got {type(secure).__name__}")
+    if secure and settings.quantize is False:
+        raise ValueError("the secure path always quantises: quantize=False needs secure=False")
+    clients = _prepare(
+        vectors,
+        weights,
+        extras=extras,
+        extra_bounds=extra_bounds,
+        clip=settings.clip,
+        weight_cap=weight_cap,
+    )
+    n_all, d = clients.matrix.shape
+    bounds = np.asarray(extra_bounds, dtype=np.float64)
+    participants = clients.participants
+    n = participants.size
+    local_of = {int(c): j for j, c in enumerate(participants)}
+    phase_of = _parse_dropouts(dropouts, n_all)
+    local_dropouts: dict[str, list[int]] = {}
+    for client, phase in phase_of.items():
+        if client in local_of:
+            local_dropouts.setdefault(phase, []).append(local_of[client])
+    threshold = settings.threshold or default_threshold(n, settings.neighbors)
+    alive = n - sum(len(v) for v in local_dropouts.values())
+    if n < 2 or alive < threshold + 1:
+        raise TooFewSurvivorsError(
+            f"{alive} of {n_all} clients stay to the end ({len(clients.rejected)} rejected); "
+            f"threshold {threshold} needs at least {threshold + 1}"
+        )
+
+    quantized = secure or settings.quantize is True or settings.noise is not None
+    dimension = d + 1 + bounds.size
+    magnitude = clients.weight_cap * clients.clip
+    noise = settings.noise
+    planned_survivors = n if noise is None or noise.min_survivors is None else noise.min_survivors
+    auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
+    plan: QuantizationPlan | None = None
+    if quantized:
+        # ‖[βw ; λcβ ; λcB·e/E]‖₂ ≤ B·c·√(1 + λ²(1 + k)) (secure_average_notes.md §2).
+        l2_norm = magnitude * math.sqrt(1.0 + WEIGHT_COORDINATE_SCALE**2 * (1 + bounds.size))
+        plan = plan_quantization(
+            n,
+            dimension,
+            magnitude,
+            l2_norm,
+            settings.bits,
+            None if noise is None else noise.rho,
+            None if noise is None else noise.sigma,
+            planned_survivors,
+        )
+    root = KeystreamRandom(seed, label=_DOMAIN)
+
+    sum_result: SecureSumResult | None = None
+    if secure:
+        assert plan is not None
+        sum_result = secure_sum(
+            _RingInputs(clients, plan, bounds, root, Ring(settings.bits)),
+            modulus_bits=settings.bits,
+            threshold=threshold,
+            neighbors=settings.neighbors,
+            dropouts=local_dropouts,
+            seed=None if seed is None else _derived_seed(root, b"secure-sum"),
+        )
+        survivors_local = np.asarray(sum_result.survivors, dtype=np.intp)
+        total: NDArray[np.float64] = sum_result.centered().astype(np.float64)
+    else:
+        gone = {j for phase, v in local_dropouts.items() if phase in _PLAIN_PHASES for j in v}
+        survivors_local = np.array([j for j in range(n) if j not in gone], dtype=np.intp)
+        members = participants[survivors_local]
+        if plan is not None:
+            integer_total = np.zeros(dimension, dtype=np.int64)
+            for client in members:
+                integer_total += _client_row(clients, int(client), plan, bounds, root)
+            total = integer_total.astype(np.float64)
+        else:
+            coefficients = clients.weights[members] * clients.factors[members]
+            total = np.empty(dimension, dtype=np.float64)
+            if len(clients.rejected) == 0 and members.size == n_all:
+                np.dot(coefficients, clients.matrix, out=total[:d])
+            else:
+                total[:d] = coefficients @ clients.matrix[members]
+            total[d] = auxiliary * float(clients.weights[members].sum())
+            total[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[members].sum(axis=0)
+            total[d + 1 :] /= bounds
+
+    survivors = tuple(sorted(int(participants[j]) for j in survivors_local))
+    dropped = tuple(sorted(set(range(n_all)) - set(survivors)))
+    if plan is not None:
+        total /= plan.quantizer.scale
+    weight_sum = float(total[d]) / auxiliary
+    extras_sum = total[d + 1 :] * bounds / (auxiliary * clients.weight_cap)
+    if not weight_sum > 0:
+        raise ZeroWeightSumError(
+            f"the released weight sum over {len(survivors)} survivors is {weight_sum:.6g}: "
+            "no client with positive weight is in the sum"
+        )
+    average = total[:d] / weight_sum
+
+    event: DistributedDiscreteGaussian | None = None
+    planned_rho: float | None = None
+    weight_lower = weight_sum
+    if plan is not None and plan.sampler is not None:
+        sampler, survived = plan.sampler, len(survivors)
+        event = DistributedDiscreteGaussian(
+            num_clients=survived,
+            sigma=sampler.sigma,
+            l1_sensitivity=plan.l1_sensitivity,
+            l2_sensitivity=plan.l2_sensitivity,
+            dimension=dimension,
+            sampler_tv_bound=survived * dimension * sampler.tv_bound,
+        )
+        planned_rho = DistributedDiscreteGaussian(
+            num_clients=planned_survivors,
+            sigma=sampler.sigma,
+            l1_sensitivity=plan.l1_sensitivity,
+            l2_sensitivity=plan.l2_sensitivity,
+            dimension=dimension,
+        ).rho
+        if survived < planned_survivors:
+            logger.warning(
+                "noise was planned for %d survivors but only %d survived: ρ delivered %.4g "
+                "instead of %.4g",
+                planned_survivors,
+                survived,
+                event.rho,
+                planned_rho,
+            )
+        # The weight coordinate's noise is ≤ t·σ·√|U| grid units except w.p. 2^-40.
+        weight_noise = plan.tail_factor * sampler.sigma * math.sqrt(survived)
+        weight_lower = weight_sum - weight_noise / (plan.quantizer.scale * auxiliary)
+    certified = 1.0 if weight_lower <= 0 else min(1.0, clients.weight_cap / weight_lower)
+    true_weights = clients.weights[list(survivors)]
+    true_total = float(true_weights.sum())
+    true_max = float(true_weights.max()) / true_total if true_total > 0 else 1.0
+
+    limit = settings.max_effective_weight
+    if limit is not None and certified > limit:
+        raise EffectiveWeightError(
+            f"certified largest effective weight {certified:.4g} (public cap "
+            f"{clients.weight_cap:.4g} / released weight sum {weight_lower:.4g}) exceeds "
+            f"max_effective_weight {limit}: "
+            "the average is withheld",
+            certified=certified,
+            limit=limit,
+        )
+    logger.debug(
+        "secure average: %d/%d survivors, step %s, certified max effective weight %.4g",
+        len(survivors),
+        n_all,
+        None if plan is None else 1.0 / plan.quantizer.scale,
+        certified,
+    )
+    return AverageResult(
+        average=average,
+        weight_sum=weight_sum,
+        extras=np.ascontiguousarray(extras_sum),
+        num_clients=n_all,
+        survivors=survivors,
+        dropped=dropped,
+        rejected=clients.rejected,
+        certified_max_effective_weight=certified,
+        true_max_effective_weight=true_max,
+        weight_cap=clients.weight_cap,
+        clip=clients.clip,
+        event=event,
+        planned_rho=planned_rho,
+        quantization_step=None if plan is None else 1.0 / plan.quantizer.scale,
+        bits=settings.bits if quantized else None,
+        secure=secure,
+        seed=seed,
+        secure_sum=sum_result,
+    )
+
+
+def secure_weighted_average(
+    vectors: ArrayLike,
+    weights: ArrayLike,
+    *,
+    bits: int = 32,
+    clip: float | None = None,
+    weight_cap: float | None = None,
+    seed: int | None = None,
+    noise: DiscreteGaussianNoise | None = None,
+    neighbors: int | None = None,
+    threshold: int | None = None,
+    dropouts: Mapping[str, Iterable[int]] | None = None,
+    max_effective_weight: float | None = None,
+    extras: ArrayLike | None = None,
+    extra_bounds: Sequence[float] = (),
+    secure: bool = True,
+    quantize: bool | None = None,
+) -> AverageResult:
+    """Σβᵢwᵢ / Σβᵢ over the surviving clients through one secure sum (RFA's secure average oracle).
+
+    Client i clips ‖wᵢ‖₂ to ``clip`` and βᵢ to ``weight_cap``, quantises [βᵢwᵢ ; βᵢ ; extras]
+    on one grid (stochastic rounding from its own cryptographic stream), adds its share of the
+    noise, and masks the vector in a SecAgg (or SecAgg+) secure sum.
+
+    Parameters
+    ----------
+    vectors
+        (n, d) client vectors wᵢ. A client with a non-finite entry is rejected: it never joins
+        the sum and is reported in ``rejected`` (and ``dropped``).
+    weights
+        (n,) weights βᵢ ≥ 0 (a non-finite weight rejects the client, like a non-finite vector).
+        Zero-weight clients still send (zeros), so the server cannot tell who they are.
+    bits
+        Ring size b: the scale is the finest with n·⌈B·c·scale⌉ (+ noise tail) < 2^(b−1).
+    clip
+        Public L2 clip c (``None``: the largest input norm — simulator convenience only).
+    weight_cap
+        Public weight cap B (``None``: the largest weight — simulator convenience only).
+    seed
+        Seed of every client's rounding and noise stream and of the secure sum; ``None`` draws
+        fresh operating-system randomness.
+    noise
+        :class:`DiscreteGaussianNoise`, or ``None``.
+    neighbors, threshold, dropouts
+        Passed to :func:`secagg.secure_sum` (dropouts use the caller's client indices).
+    max_effective_weight
+        RFA's privacy condition s: if the certified bound B/Σβ exceeds s the average is withheld
+        and :class:`EffectiveWeightError` raised (guarantee and limits: see the notes, §3).
+    extras, extra_bounds
+        Optional (n, k) scalars summed (not averaged) in the same secure sum, each clipped to its
+        public bound |eᵢⱼ| ≤ Eⱼ (e.g. a client-side objective term).
+    secure
+        ``False``: plain numpy, same clipping, exact unless ``quantize`` or noise asks for the
+        secure path's quantisation.
+    quantize
+        See :class:`AverageSettings`.
+
+    Returns
+    -------
+    AverageResult
+
+    Raises
+    ------
+    ValueError
+        On a shape mismatch, a negative weight, or when every weight is zero.
+    secagg.HeadroomError
+        If ``bits`` cannot hold the sum (the message names the bits needed).
+    secagg.TooFewSurvivorsError
+        If too few clients remain for the threshold (the round should be skipped).
+    ZeroWeightSumError, EffectiveWeightError
+        When the released weight sum is not positive, or the privacy condition fails.
+
+    Examples
+    --------
+    >>> vectors = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [float("nan"), 0.0]]
+    >>> result = secure_weighted_average(vectors, [1.0, 1.0, 2.0, 1.0], clip=2.0, seed=3)
+    >>> np.round(result.average, 6).tolist(), result.rejected, result.survivors
+    ([0.75, 0.75], (3,), (0, 1, 2))
+    >>> exact = secure_weighted_average(vectors, [1.0, 1.0, 2.0, 1.0], clip=2.0, secure=False)
+    >>> bool(np.abs(exact.average - result.average).max() < 1e-6)
+    True
+    """
+    settings = AverageSettings(
+        bits=bits,
+        clip=clip,
+        noise=noise,
+        neighbors=neighbors,
+        threshold=threshold,
+        max_effective_weight=max_effective_weight,
+        quantize=quantize,
+    )
+    return _run(
+        vectors,
+        weights,
+        settings=settings,
+        weight_cap=weight_cap,
+        extras=extras,
+        extra_bounds=extra_bounds,
+        secure=secure,
+        seed=seed,
+        dropouts=dropouts,
+    )
