@@ -25,7 +25,7 @@ from dpquantile.histogram import HistogramTree
 from dpquantile.samplers import ExactDiscreteGaussian
 from secagg import KeystreamRandom, check_headroom, required_bits, secure_sum
 from secagg.graph_parameters import secagg_plus_parameters
-from secagg.runner import PHASES
+from secagg.runner import summed_clients
 
 __all__ = ["QuantileResult", "dp_quantile", "quantile_noise_sigma", "quantile_scale"]
 
@@ -231,16 +231,6 @@ class _NoisyVectors(Sequence[NDArray[np.int64]]):
         return (self[i] for i in range(len(self)))
 
 
-def _plain_survivors(num_clients: int, dropouts: Mapping[str, Iterable[int]] | None) -> list[int]:
-    gone: set[int] = set()
-    for phase, indices in (dropouts or {}).items():
-        if phase not in PHASES:
-            raise ValueError(f"unknown phase {phase!r}; phases are {', '.join(PHASES)}")
-        if phase != "unmask":  # a client dropping at unmask has its input in the sum
-            gone.update(int(i) for i in indices)
-    return [i for i in range(num_clients) if i not in gone]
-
-
 def dp_quantile(
     values: ArrayLike,
     q: float,
@@ -399,7 +389,7 @@ def dp_quantile(
         released = summed.centered()
         survivors = len(summed.survivors)
     else:
-        members = _plain_survivors(n, dropouts)
+        members = summed_clients(dropouts, n)
         total = np.zeros(dimension, dtype=np.int64)
         for i in members:
             total += vectors[i]

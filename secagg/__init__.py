@@ -36,7 +36,14 @@ from secagg.messages import (
 )
 from secagg.randomness import KeystreamRandom, RandomSource
 from secagg.ring import HeadroomError, Quantizer, Ring, check_headroom, required_bits
-from secagg.runner import PHASES, SecureSumResult, default_threshold, secure_sum
+from secagg.runner import (
+    PHASES,
+    SecureSumResult,
+    default_threshold,
+    parse_dropouts,
+    secure_sum,
+    summed_clients,
+)
 from secagg.server import SecAggResult, Server, ServerState
 
 __all__ = [
@@ -71,6 +78,8 @@ __all__ = [
     "decode_message",
     "default_threshold",
     "encode_message",
+    "parse_dropouts",
     "required_bits",
     "secure_sum",
+    "summed_clients",
 ]

@@ -24,7 +24,14 @@ from secagg.randomness import KeystreamRandom
 from secagg.ring import Ring, RingArray
 from secagg.server import Server, ServerState
 
-__all__ = ["PHASES", "SecureSumResult", "default_threshold", "secure_sum"]
+__all__ = [
+    "PHASES",
+    "SecureSumResult",
+    "default_threshold",
+    "parse_dropouts",
+    "secure_sum",
+    "summed_clients",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +92,22 @@ class SecureSumResult:
         return Ring(self.modulus_bits).centered(self.total)
 
 
+def summed_clients(dropouts: Mapping[str, Iterable[int]] | None, num_clients: int) -> list[int]:
+    """The clients whose inputs reach the total if the round completes.
+
+    Everyone except those dropping before ``masked_input`` or earlier; a client dropping before
+    ``unmask`` has already sent its masked input, so its input counts. Plain (non-cryptographic)
+    simulations of a secure sum use this to include exactly the same clients.
+
+    Examples
+    --------
+    >>> summed_clients({"share_keys": [2], "unmask": [0]}, 4)
+    [0, 1, 3]
+    """
+    gone = {i for i, phase in parse_dropouts(dropouts, num_clients).items() if phase != "unmask"}
+    return [i for i in range(num_clients) if i not in gone]
+
+
 def default_threshold(num_clients: int, neighbors: int | None) -> int:
     """The threshold used when none is given: a majority of each client's neighbours.
 
@@ -100,9 +123,21 @@ def default_threshold(num_clients: int, neighbors: int | None) -> int:
     return max(1, min(degree // 2 + 1, degree))
 
 
-def _parse_dropouts(
+def parse_dropouts(
     dropouts: Mapping[str, Iterable[int]] | None, num_clients: int
 ) -> dict[int, str]:
+    """Validate a dropout specification; return client index → the phase it drops before.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On unknown phases, non-integer or out-of-range indices, or a client dropping twice.
+
+    Examples
+    --------
+    >>> parse_dropouts({"share_keys": [2], "unmask": [0]}, 4)
+    {2: 'share_keys', 0: 'unmask'}
+    """
     if dropouts is None:
         return {}
     if not isinstance(dropouts, Mapping):
@@ -245,7 +280,7 @@ def secure_sum(
     dimension = int(first_shape[0])
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise TypeError(f"seed must be an int or None; got {type(seed).__name__}")
-    drop_phase = _parse_dropouts(dropouts, n)
+    drop_phase = parse_dropouts(dropouts, n)
     if threshold is None:
         threshold = default_threshold(n, neighbors)
     root = KeystreamRandom(seed, label=b"secagg-dp/v1/secure-sum")

@@ -31,13 +31,14 @@ from protocols._checks import check_fraction, check_int, check_positive, check_s
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from secagg import (
-    PHASES,
     KeystreamRandom,
     Ring,
     SecureSumResult,
     TooFewSurvivorsError,
     default_threshold,
+    parse_dropouts,
     secure_sum,
+    summed_clients,
 )
 
 __all__ = [
@@ -57,7 +58,6 @@ logger = logging.getLogger(__name__)
 #: coordinate spans at most a quarter of the vector block's range (costs 1 + λ² in Δ₂², see notes).
 WEIGHT_COORDINATE_SCALE = 0.25
 _DOMAIN = b"secagg-dp/v1/protocols/secure-average"
-_PLAIN_PHASES = frozenset(PHASES[:3])  # a client dropping at "unmask" is still in the sum
 
 
 class EffectiveWeightError(ValueError):
@@ -453,27 +453,6 @@ def _prepare(
     )
 
 
-def _parse_dropouts(
-    dropouts: Mapping[str, Iterable[int]] | None, num_clients: int
-) -> dict[int, str]:
-    if dropouts is None:
-        return {}
-    if not isinstance(dropouts, Mapping):
-        raise TypeError("dropouts must map a phase name to client indices")
-    phase_of: dict[int, str] = {}
-    for phase, indices in dropouts.items():
-        if phase not in PHASES:
-            raise ValueError(f"unknown phase {phase!r}; phases are {', '.join(PHASES)}")
-        for index in indices:
-            client = check_int("dropout client index", index, minimum=0)
-            if client >= num_clients:
-                raise ValueError(f"client index {client} outside [0, {num_clients})")
-            if client in phase_of:
-                raise ValueError(f"client {client} drops twice")
-            phase_of[client] = phase
-    return phase_of
-
-
 def _derived_seed(root: KeystreamRandom, label: bytes) -> int:
     return int.from_bytes(root.spawn(label).random_bytes(16), "big")
 
@@ -571,7 +550,7 @@ def _run(
     participants = clients.participants
     n = participants.size
     local_of = {int(c): j for j, c in enumerate(participants)}
-    phase_of = _parse_dropouts(dropouts, n_all)
+    phase_of = parse_dropouts(dropouts, n_all)
     local_dropouts: dict[str, list[int]] = {}
     for client, phase in phase_of.items():
         if client in local_of:
@@ -620,8 +599,7 @@ def _run(
         survivors_local = np.asarray(sum_result.survivors, dtype=np.intp)
         total: NDArray[np.float64] = sum_result.centered().astype(np.float64)
     else:
-        gone = {j for phase, v in local_dropouts.items() if phase in _PLAIN_PHASES for j in v}
-        survivors_local = np.array([j for j in range(n) if j not in gone], dtype=np.intp)
+        survivors_local = np.array(summed_clients(local_dropouts, n), dtype=np.intp)
         members = participants[survivors_local]
         if plan is not None:
             integer_total = np.zeros(dimension, dtype=np.int64)
