@@ -18,6 +18,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "protocols.cli._sum",
     "protocols.cli._account",
     "protocols.cli._quantile",
+    "protocols.cli._train",
 )
 
 

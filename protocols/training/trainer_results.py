@@ -1,0 +1,237 @@
+"""Results of the reference trainers: per-round records, per-client error summaries, the run.
+
+:class:`TrainingResult` is what :func:`protocols.training.trainers.train` returns; ``to_dict``
+gives the JSON record the command line and the benchmarks write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from protocols.training.trainer_config import TrainerConfig
+
+__all__ = ["ErrorSummary", "RoundRecord", "TrainingResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSummary:
+    """Mean and 10th/50th/90th percentiles of per-client test errors (fractions in [0, 1]).
+
+    Examples
+    --------
+    >>> summary = ErrorSummary.from_errors([0.1, 0.2, 0.3, 0.4, 0.5])
+    >>> round(summary.mean, 3), round(summary.p90, 3), summary.num_clients
+    (0.3, 0.46, 5)
+    """
+
+    mean: float
+    p10: float
+    p50: float
+    p90: float
+    num_clients: int
+
+    @classmethod
+    def from_errors(cls, errors: Any) -> ErrorSummary:
+        """Summarise the finite entries of ``errors`` (linear-interpolation percentiles).
+
+        Examples
+        --------
+        >>> ErrorSummary.from_errors([0.0, float("nan"), 1.0]).mean
+        0.5
+        """
+        values = np.asarray(errors, dtype=np.float64)
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            raise ValueError("no finite per-client error to summarise")
+        p10, p50, p90 = (float(v) for v in np.percentile(values, [10, 50, 90]))
+        return cls(float(values.mean()), p10, p50, p90, int(values.size))
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """What happened in one round.
+
+    Attributes
+    ----------
+    index
+        Round number t (0-based).
+    sampled, rejected, dropped, survivors
+        Clients sampled; rejected for a non-finite loss or update; dropped out (before their
+        masked input); and in the released average (0 for a skipped round).
+    skipped, skip_reason
+        Whether the model was kept, and why (``None`` otherwise).
+    train_loss
+        Data-weighted mean training loss of the round's finite clients at the broadcast model.
+    secure_averages, secure_sums
+        Secure averages completed (RFA's communication cost), and all secure sums including the
+        DP quantile's histogram. A Δ-FL empty tail counts the call that revealed it.
+    threshold, tail_clients, empty_tail
+        Δ-FL only (else ``None``): the loss threshold Q̂, how many clients reached it (simulator
+        only), and whether none did (the DP quantile overshot; ``config.empty_tail`` applied).
+    rho_spent
+        The zCDP ρ spent so far (the whole run's, after this round).
+    seconds
+        Wall time of the round.
+
+    Examples
+    --------
+    >>> RoundRecord(0, 10, 0, 0, 10, False, None, 2.3, 1, 1, None, None, None, 0.0, 0.1).survivors
+    10
+    """
+
+    index: int
+    sampled: int
+    rejected: int
+    dropped: int
+    survivors: int
+    skipped: bool
+    skip_reason: str | None
+    train_loss: float
+    secure_averages: int
+    secure_sums: int
+    threshold: float | None
+    tail_clients: int | None
+    empty_tail: bool | None
+    rho_spent: float
+    seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingResult:
+    """The outcome of a training run.
+
+    Attributes
+    ----------
+    config
+        The :class:`~protocols.training.TrainerConfig`.
+    dataset, dataset_seed
+        The dataset's name and seed.
+    evaluation
+        Where the per-client errors were measured: ``"heldout"`` (training clients' held-out
+        splits) or ``"test_clients"`` (unseen clients).
+    history
+        One :class:`RoundRecord` per round.
+    parameters
+        The final flat parameter vector.
+    client_ids, client_errors
+        The evaluated clients and their error rates.
+    errors
+        :class:`ErrorSummary` of ``client_errors``.
+    initial_train_loss, final_train_loss
+        Data-weighted mean training loss over all training clients before and after training.
+    rho_spent, epsilon_spent, delta
+        The zCDP ρ composed over every release by :class:`dpquantile.ZCDPAccountant`, and the
+        (ε, δ)-DP it certifies at ``delta`` (the run's privacy; 0 when nothing was released
+        with noise). With ``config.epsilon`` set, ``epsilon_spent ≤ config.epsilon``.
+    num_secure_averages, num_secure_sums
+        Totals over the run (see :class:`RoundRecord`).
+    rounds_skipped, rejected_updates
+        Skipped rounds, and client updates rejected for non-finite values.
+    corrupted_clients
+        Training clients chosen by the corruption plan.
+    wall_time
+        Seconds for the whole run (evaluation included).
+    seeds
+        ``{"seed", "dataset_seed", "corruption_seed"}``.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> from protocols.training.trainers import train
+    >>> data = synthetic(1, 1, num_clients=6, num_test_clients=0, seed=0)
+    >>> result = train(data, TrainerConfig(rounds=2, clients_per_round=3, secure=False))
+    >>> result.num_secure_averages, result.evaluation, result.epsilon_spent
+    (2, 'heldout', 0.0)
+    """
+
+    config: TrainerConfig
+    dataset: str
+    dataset_seed: int
+    evaluation: str
+    history: tuple[RoundRecord, ...]
+    parameters: NDArray[np.float64]
+    client_ids: tuple[int, ...]
+    client_errors: NDArray[np.float64]
+    errors: ErrorSummary
+    initial_train_loss: float
+    final_train_loss: float
+    rho_spent: float
+    epsilon_spent: float
+    delta: float
+    num_secure_averages: int
+    num_secure_sums: int
+    rounds_skipped: int
+    rejected_updates: int
+    corrupted_clients: tuple[int, ...]
+    wall_time: float
+    seeds: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def empty_tail_rounds(self) -> int:
+        """Δ-FL rounds whose DP quantile overshot every loss (0 for the other algorithms).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> from protocols.training.trainers import train
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> config = TrainerConfig(algorithm="deltafl", epsilon=60.0, rounds=1,
+        ...                        clients_per_round=4, secure=False)
+        >>> train(data, config).empty_tail_rounds   # tied losses at the zero model
+        1
+        """
+        return sum(bool(r.empty_tail) for r in self.history)
+
+    def to_dict(self, *, per_client: bool = True) -> dict[str, Any]:
+        """A JSON-serialisable record (the parameters are left out).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> from protocols.training.trainers import train
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> record = train(data, TrainerConfig(rounds=1, clients_per_round=2,
+        ...                                    secure=False)).to_dict()
+        >>> record["config"]["algorithm"], len(record["history"]), sorted(record["errors"])
+        ('fedavg', 1, ['mean', 'num_clients', 'p10', 'p50', 'p90'])
+        """
+        record: dict[str, Any] = {
+            "algorithm": self.config.algorithm,
+            "config": self.config.to_dict(),
+            "dataset": self.dataset,
+            "dataset_seed": self.dataset_seed,
+            "evaluation": self.evaluation,
+            "errors": {
+                "mean": self.errors.mean,
+                "p10": self.errors.p10,
+                "p50": self.errors.p50,
+                "p90": self.errors.p90,
+                "num_clients": self.errors.num_clients,
+            },
+            "initial_train_loss": self.initial_train_loss,
+            "final_train_loss": self.final_train_loss,
+            "rho_spent": self.rho_spent,
+            "epsilon_spent": self.epsilon_spent,
+            "delta": self.delta,
+            "num_secure_averages": self.num_secure_averages,
+            "num_secure_sums": self.num_secure_sums,
+            "rounds_skipped": self.rounds_skipped,
+            "empty_tail_rounds": self.empty_tail_rounds,
+            "rejected_updates": self.rejected_updates,
+            "corrupted_clients": list(self.corrupted_clients),
+            "wall_time": self.wall_time,
+            "seeds": dict(self.seeds),
+            "history": [
+                {name: getattr(r, name) for name in RoundRecord.__dataclass_fields__}
+                for r in self.history
+            ],
+        }
+        if per_client:
+            record["client_ids"] = list(self.client_ids)
+            record["client_errors"] = [float(e) for e in self.client_errors]
+        return record

@@ -1,0 +1,594 @@
+"""Reference federated trainers: FedAvg, Δ-FL, RFA and one-step RFA, over the secure path by default
+
+Every round (Δ-FL Algorithm 1; RFA Algorithm 1):
+
+1. sample m training clients uniformly without replacement and broadcast the model w;
+2. each client computes its training loss Fᵢ(w) and runs τ local SGD steps; a client whose loss
+   or update is not finite is rejected (dropped and counted, never averaged in);
+3. update corruption, if configured, replaces the corrupted clients' updates (data poisoning was
+   applied to their data once, before training);
+4. the updates wᵢ − w are aggregated with weights αᵢ = the clients' numbers of training examples:
+   FedAvg by one secure weighted average, Δ-FL by :func:`~protocols.aggregation.superquantile.
+   superquantile_aggregate` (a DP or exact quantile, then a secure average of the tail), RFA by
+   :func:`~protocols.aggregation.geometric_median` (one secure average per Weiszfeld step),
+   one-step RFA by :func:`~protocols.aggregation.one_step_rfa`;
+5. w ← w + aggregate. A round whose secure sum cannot complete (too few survivors for the
+   threshold, a zero released weight sum, Δ-FL's empty tail under ``"skip"``) keeps w, is
+   reported as skipped, and training continues.
+
+Everything random is derived from ``config.seed``: client sampling, each client's SGD stream
+(``SeedSequence(seed, spawn_key=(purpose, round, client))``), dropouts, corruption and every
+secure sum's seed — which do not depend on the algorithm, so Δ-FL with θ = 1 repeats FedAvg's
+secure averages bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpquantile import ZCDPAccountant
+from protocols.aggregation.geometric_median import geometric_median, one_step_rfa
+from protocols.aggregation.secure_average import (
+    AverageSettings,
+    EffectiveWeightError,
+    ZeroWeightSumError,
+    secure_weighted_average,
+)
+from protocols.aggregation.superquantile import QuantileSettings, superquantile_aggregate
+from protocols.training.corruption import (
+    CorruptionPlan,
+    corrupt_dataset,
+    corrupt_updates,
+    select_corrupted_clients,
+)
+from protocols.training.data import ClientData, FederatedDataset
+from protocols.training.models import MLP, Classifier, MultinomialLogisticRegression
+from protocols.training.trainer_config import TrainerConfig
+from protocols.training.trainer_results import ErrorSummary, RoundRecord, TrainingResult
+from secagg import TooFewSurvivorsError
+from secagg.graph_parameters import secagg_plus_parameters
+
+__all__ = [
+    "ErrorSummary",
+    "FederatedTrainer",
+    "RoundRecord",
+    "TrainingResult",
+    "blas_thread_limit",
+    "train",
+]
+
+logger = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[int, int], None]
+
+# Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
+_SAMPLE, _SGD, _DROPOUT, _CORRUPT, _AGGREGATE, _CORRUPT_SELECT = range(1, 7)
+# Rounds are skipped on these: nothing was released, the model is kept.
+_ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightError)
+# Calibrate the DP quantile's noise for the number of survivors exceeded w.p. 1 − 10⁻³.
+_SURVIVOR_QUANTILE = 1e-3
+
+
+def _rng(seed: int, *key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def _binomial_lower_quantile(n: int, p: float, q: float = _SURVIVOR_QUANTILE) -> int:
+    """The largest k with P[Binomial(n, p) < k] ≤ q: survivors are ≥ k except w.p. ≤ q."""
+    if p >= 1.0:
+        return n
+    log_p, log_q = math.log(p), math.log1p(-p)
+    below = 0.0
+    for k in range(n + 1):
+        log_pmf = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+        mass = math.exp(log_pmf + k * log_p + (n - k) * log_q)
+        if below + mass > q:
+            return k
+        below += mass
+    return n
+
+
+def _int_seed(seed: int, *key: int) -> int:
+    words = np.random.SeedSequence(seed, spawn_key=key).generate_state(4, dtype=np.uint64)
+    return sum(int(word) << (64 * i) for i, word in enumerate(words))
+
+
+@contextlib.contextmanager
+def blas_thread_limit(threads: int | None) -> Iterator[None]:
+    """Limit BLAS to ``threads`` threads inside the block (``threadpoolctl`` if installed).
+
+    Without ``threadpoolctl`` (not a dependency) this does nothing: set ``OPENBLAS_NUM_THREADS``
+    before numpy is imported instead.
+
+    Examples
+    --------
+    >>> with blas_thread_limit(1):
+    ...     float(np.ones(3) @ np.ones(3))
+    3.0
+    """
+    if threads is None:
+        yield
+        return
+    try:
+        threadpoolctl = importlib.import_module("threadpoolctl")  # optional, never required
+    except ImportError:
+        logger.debug("threadpoolctl is not installed: BLAS threads left unchanged")
+        yield
+        return
+    with threadpoolctl.threadpool_limits(limits=threads, user_api="blas"):
+        yield
+
+
+@dataclass(frozen=True, slots=True)
+class _Aggregate:
+    """One round's aggregation outcome (internal)."""
+
+    update: NDArray[np.float64] | None
+    survivors: int
+    secure_averages: int
+    secure_sums: int
+    skip_reason: str | None = None
+    threshold: float | None = None
+    tail_clients: int | None = None
+    empty_tail: bool | None = None
+
+
+class FederatedTrainer:
+    """Runs one algorithm of :class:`~protocols.training.TrainerConfig` on a federated dataset.
+
+    Construction poisons the data if the corruption model says so, builds the model and picks the
+    evaluation clients; :meth:`run` trains for ``config.rounds`` rounds.
+
+    Parameters
+    ----------
+    dataset
+        A :class:`~protocols.training.FederatedDataset` (classification).
+    config
+        The run's :class:`~protocols.training.TrainerConfig`.
+
+    Raises
+    ------
+    ValueError
+        More clients per round than training clients, or no client to evaluate on.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(1, 1, num_clients=8, num_test_clients=0, seed=0)
+    >>> trainer = FederatedTrainer(data, TrainerConfig(algorithm="deltafl", theta=0.5, rounds=3,
+    ...                                                clients_per_round=4, seed=1))
+    >>> result = trainer.run()
+    >>> result.final_train_loss < result.initial_train_loss, result.num_secure_sums
+    (True, 3)
+    """
+
+    def __init__(self, dataset: FederatedDataset, config: TrainerConfig) -> None:
+        if not isinstance(dataset, FederatedDataset):
+            raise TypeError(f"dataset must be a FederatedDataset; got {type(dataset).__name__}")
+        if not isinstance(config, TrainerConfig):
+            raise TypeError(f"config must be a TrainerConfig; got {type(config).__name__}")
+        if config.clients_per_round > len(dataset.train_clients):
+            raise ValueError(
+                f"clients_per_round {config.clients_per_round} exceeds the "
+                f"{len(dataset.train_clients)} training clients of {dataset.name}"
+            )
+        self.config = config
+        self.corruption_seed = _int_seed(config.seed, _CORRUPT_SELECT) % (1 << 63)
+        self.plan: CorruptionPlan | None = None
+        if config.corruption is not None:
+            self.plan = select_corrupted_clients(
+                dataset, config.corruption, seed=self.corruption_seed
+            )
+            dataset = corrupt_dataset(dataset, self.plan)
+        self.dataset = dataset
+        self.model = self._build_model()
+        self.evaluation = self._resolve_evaluation()
+        self.evaluation_clients = self._evaluation_clients()
+        self.accountant = ZCDPAccountant()
+        self.loss_upper = (
+            config.loss_upper
+            if config.loss_upper is not None
+            else 2.0 * math.log(dataset.num_classes)
+        )
+
+    # -- setup ------------------------------------------------------------------------------------
+
+    def _build_model(self) -> Classifier:
+        config, data = self.config, self.dataset
+        if data.num_classes < 2:
+            raise ValueError(f"{data.name} has {data.num_classes} class: the trainers classify")
+        if config.model == "mlp":
+            return MLP(data.num_features, config.hidden, data.num_classes, seed=config.seed)
+        return MultinomialLogisticRegression(data.num_features, data.num_classes)
+
+    def _resolve_evaluation(self) -> str:
+        choice = self.config.evaluation
+        if choice == "auto":
+            unseen_ok = not self.dataset.name.startswith("synthetic") and self.dataset.test_clients
+            return "test_clients" if unseen_ok else "heldout"
+        return choice
+
+    def _evaluation_clients(self) -> tuple[ClientData, ...]:
+        if self.evaluation == "test_clients":
+            clients = tuple(c for c in self.dataset.test_clients if c.num_test > 0)
+        else:
+            clients = tuple(c for c in self.dataset.train_clients if c.num_test > 0)
+        if not clients:
+            raise ValueError(
+                f"{self.dataset.name} has no client to evaluate on ({self.evaluation})"
+            )
+        return clients
+
+    # -- evaluation -------------------------------------------------------------------------------
+
+    def train_loss(self) -> float:
+        """Data-weighted mean training loss of the current model over every training client.
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
+        >>> round(FederatedTrainer(data, TrainerConfig(clients_per_round=2)).train_loss(), 4)
+        2.3026
+        """
+        total, count = 0.0, 0
+        with np.errstate(over="ignore", invalid="ignore"):
+            for client in self.dataset.train_clients:
+                if client.num_train:
+                    total += self.model.loss(client.X_train, client.y_train) * client.num_train
+                    count += client.num_train
+        return total / count
+
+    def client_errors(self) -> NDArray[np.float64]:
+        """Error rate of the current model on each evaluation client's test split.
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
+        >>> FederatedTrainer(data, TrainerConfig(clients_per_round=2)).client_errors().shape
+        (3,)
+        """
+        return np.array(
+            [self.model.error_rate(c.X_test, c.y_test) for c in self.evaluation_clients]
+        )
+
+    # -- one round --------------------------------------------------------------------------------
+
+    def _graph(self, n: int) -> tuple[int | None, int | None]:
+        """(neighbors, threshold) of a secure sum over n clients."""
+        setting = self.config.neighbors
+        if setting is None:
+            return None, None
+        if setting != "auto":
+            return (None if setting >= n - 1 else setting), None
+        rate = self.config.dropout if self.config.dropout > 0 else 0.1
+        try:
+            params = secagg_plus_parameters(n, dropout_rate=rate)
+        except ValueError:
+            return None, None
+        return (None if params.complete_graph else params.degree), params.threshold
+
+    def _quantile_settings(self, index: int, participants: int) -> QuantileSettings | None:
+        """The DP quantile of round ``index``, or ``None`` (exact) — the budget split evenly."""
+        budget = self.config.rho_budget
+        if budget is None:
+            return None
+        # What is left, split over the rounds left (the accountant absorbs any shortfall).
+        remaining = budget - self.accountant.rho
+        rho = remaining / (self.config.rounds - index)
+        if not rho > budget * 1e-12:
+            raise _BudgetExhausted(f"ρ budget {budget:.4g} spent ({self.accountant.rho:.4g})")
+        planned = _binomial_lower_quantile(participants, 1.0 - self.config.dropout)
+        return QuantileSettings(
+            rho=rho,
+            lower=0.0,
+            upper=self.loss_upper,
+            bins=self.config.quantile_bins,
+            min_survivors=max(2, min(planned, participants)),
+            neighbors=self.config.neighbors,
+        )
+
+    def _aggregate(
+        self,
+        index: int,
+        updates: NDArray[np.float64],
+        alpha: NDArray[np.float64],
+        losses: NDArray[np.float64],
+        dropouts: dict[str, list[int]] | None,
+    ) -> _Aggregate:
+        config = self.config
+        n = updates.shape[0]
+        neighbors, threshold = self._graph(n)
+        seed = _int_seed(config.seed, _AGGREGATE, index)
+        settings = AverageSettings(
+            bits=config.bits, clip=config.update_clip, neighbors=neighbors, threshold=threshold
+        )
+        if config.algorithm == "fedavg":
+            result = secure_weighted_average(
+                updates,
+                alpha,
+                bits=settings.bits,
+                clip=settings.clip,
+                seed=seed,
+                neighbors=settings.neighbors,
+                threshold=settings.threshold,
+                dropouts=dropouts,
+                secure=config.secure,
+            )
+            return _Aggregate(result.average, len(result.survivors), 1, 1)
+        if config.algorithm == "deltafl":
+            quantile = self._quantile_settings(index, n)
+            sq = superquantile_aggregate(
+                updates,
+                alpha,
+                losses,
+                theta=config.theta,
+                quantile=quantile,
+                settings=settings,
+                secure=config.secure,
+                seed=seed,
+                dropouts=dropouts,
+                empty_tail=config.empty_tail,
+            )
+            for event in sq.events:
+                self.accountant.compose(event)
+            reason = sq.failure
+            if reason is None and sq.average is None:
+                reason = "empty tail: the DP quantile is above every loss"
+            return _Aggregate(
+                sq.average,
+                len(sq.survivors),
+                sq.num_secure_averages,
+                sq.num_secure_sums,
+                reason,
+                sq.threshold,
+                sq.num_tail_clients if config.theta < 1 else None,
+                sq.empty_tail if config.theta < 1 else None,
+            )
+        rfa_settings = AverageSettings(
+            bits=64, clip=config.update_clip, neighbors=neighbors, threshold=threshold
+        )
+        if config.algorithm == "rfa":
+            per_call = None
+            if dropouts:
+                per_call = {call: dropouts for call in range(config.rfa_max_iterations + 1)}
+            median = geometric_median(
+                updates,
+                alpha,
+                smoothing=config.rfa_smoothing,
+                ftol=config.rfa_ftol,
+                max_iterations=config.rfa_max_iterations,
+                secure=config.secure,
+                settings=rfa_settings,
+                seed=seed,
+                dropouts=per_call,
+            )
+            survivors = n - sum(len(v) for v in (dropouts or {}).values())
+            if median.iterative is not None:
+                survivors = len(median.iterative.transcript[-1].survivors)
+            calls = median.num_secure_averages
+            return _Aggregate(median.median, survivors, calls, calls)
+        result = one_step_rfa(
+            updates,
+            alpha,
+            smoothing=config.rfa_smoothing,
+            secure=config.secure,
+            settings=rfa_settings,
+            seed=seed,
+            dropouts=dropouts,
+        )
+        return _Aggregate(result.average, len(result.survivors), 1, 1)
+
+    def run_round(self, index: int) -> RoundRecord:
+        """Run round ``index``: sample, train locally, reject, corrupt, aggregate, update.
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=5, num_test_clients=0, seed=0)
+        >>> trainer = FederatedTrainer(data, TrainerConfig(clients_per_round=3, secure=False))
+        >>> record = trainer.run_round(0)
+        >>> record.sampled, record.survivors, record.skipped
+        (3, 3, False)
+        """
+        start = time.perf_counter()
+        config, model = self.config, self.model
+        train_clients = self.dataset.train_clients
+        chosen = _rng(config.seed, _SAMPLE, index).choice(
+            len(train_clients), size=config.clients_per_round, replace=False
+        )
+        clients = [train_clients[int(i)] for i in np.sort(chosen)]
+        broadcast = model.get_parameters()
+        m, d = len(clients), broadcast.size
+        updates = np.empty((m, d))
+        losses = np.empty(m)
+        finite = np.zeros(m, dtype=bool)
+        for j, client in enumerate(clients):
+            with np.errstate(over="ignore", invalid="ignore"):
+                losses[j] = model.loss(client.X_train, client.y_train)
+            params, stats = model.local_sgd(
+                client.X_train,
+                client.y_train,
+                steps=config.local_steps,
+                batch_size=config.batch_size,
+                lr=config.lr,
+                weight_decay=config.weight_decay,
+                rng=_rng(config.seed, _SGD, index, client.client_id),
+            )
+            np.subtract(params, broadcast, out=updates[j])
+            finite[j] = stats.finite and math.isfinite(losses[j])
+        finite &= np.isfinite(updates).all(axis=1)
+        rejected = int(m - finite.sum())
+        if rejected:
+            logger.info("round %d: rejected %d non-finite client update(s)", index, rejected)
+        keep = np.flatnonzero(finite)
+        ids = [clients[int(j)].client_id for j in keep]
+        alpha = np.array([clients[int(j)].num_train for j in keep], dtype=np.float64)
+        kept_updates, kept_losses = updates[keep], losses[keep]
+        train_loss = float(alpha @ kept_losses / alpha.sum()) if keep.size else math.nan
+
+        dropped = np.flatnonzero(
+            _rng(config.seed, _DROPOUT, index).random(keep.size) < config.dropout
+        )
+        dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
+        if self.plan is not None and self.plan.corruption.poisons_updates and keep.size:
+            kept_updates = corrupt_updates(
+                kept_updates,
+                alpha,
+                self.plan.mask(ids),
+                self.plan.corruption,
+                rng=_rng(config.seed, _CORRUPT, index),
+            )
+
+        outcome: _Aggregate
+        if keep.size < 2:
+            outcome = _Aggregate(None, 0, 0, 0, f"{keep.size} finite update(s): a sum needs 2")
+        else:
+            try:
+                outcome = self._aggregate(index, kept_updates, alpha, kept_losses, dropouts)
+            except _BudgetExhausted as error:
+                outcome = _Aggregate(None, 0, 0, 0, f"privacy budget exhausted: {error}")
+            except _ROUND_FAILURES as error:
+                outcome = _Aggregate(None, 0, 0, 0, f"{type(error).__name__}: {error}")
+        reason = outcome.skip_reason
+        if outcome.update is not None and reason is None:
+            if np.isfinite(outcome.update).all():
+                model.set_parameters(broadcast + outcome.update)
+            else:
+                reason = "the released aggregate is not finite"
+        if reason is not None:
+            logger.info("round %d skipped: %s", index, reason)
+        return RoundRecord(
+            index=index,
+            sampled=m,
+            rejected=rejected,
+            dropped=int(dropped.size),
+            survivors=outcome.survivors if reason is None else 0,
+            skipped=reason is not None,
+            skip_reason=reason,
+            train_loss=train_loss,
+            secure_averages=outcome.secure_averages,
+            secure_sums=outcome.secure_sums,
+            threshold=outcome.threshold,
+            tail_clients=outcome.tail_clients,
+            empty_tail=outcome.empty_tail,
+            rho_spent=self.accountant.rho,
+            seconds=time.perf_counter() - start,
+        )
+
+    # -- the run ----------------------------------------------------------------------------------
+
+    def run(self, progress: ProgressCallback | None = None) -> TrainingResult:
+        """Train for ``config.rounds`` rounds and evaluate.
+
+        Parameters
+        ----------
+        progress
+            Optional callback ``(rounds_done, rounds)`` after each round.
+
+        Returns
+        -------
+        TrainingResult
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> trainer = FederatedTrainer(data, TrainerConfig(rounds=2, clients_per_round=2,
+        ...                                                secure=False))
+        >>> done = []
+        >>> result = trainer.run(progress=lambda rounds, total: done.append(rounds))
+        >>> done, len(result.history)
+        ([1, 2], 2)
+        """
+        config = self.config
+        start = time.perf_counter()
+        with blas_thread_limit(config.blas_threads):
+            initial_loss = self.train_loss()
+            history = []
+            for index in range(config.rounds):
+                history.append(self.run_round(index))
+                if progress is not None:
+                    progress(index + 1, config.rounds)
+            final_loss = self.train_loss()
+            errors = self.client_errors()
+        rho = self.accountant.rho
+        epsilon = self.accountant.epsilon(config.delta) if rho > 0 else 0.0
+        return TrainingResult(
+            config=config,
+            dataset=self.dataset.name,
+            dataset_seed=self.dataset.seed,
+            evaluation=self.evaluation,
+            history=tuple(history),
+            parameters=self.model.get_parameters(),
+            client_ids=tuple(c.client_id for c in self.evaluation_clients),
+            client_errors=errors,
+            errors=ErrorSummary.from_errors(errors),
+            initial_train_loss=initial_loss,
+            final_train_loss=final_loss,
+            rho_spent=rho,
+            epsilon_spent=epsilon,
+            delta=config.delta,
+            num_secure_averages=sum(r.secure_averages for r in history),
+            num_secure_sums=sum(r.secure_sums for r in history),
+            rounds_skipped=sum(r.skipped for r in history),
+            rejected_updates=sum(r.rejected for r in history),
+            corrupted_clients=tuple(sorted(self.plan.client_ids)) if self.plan else (),
+            wall_time=time.perf_counter() - start,
+            seeds={
+                "seed": config.seed,
+                "dataset_seed": self.dataset.seed,
+                "corruption_seed": self.corruption_seed,
+            },
+        )
+
+
+class _BudgetExhausted(Exception):
+    """The DP quantile's budget is spent: the round cannot compute a private threshold."""
+
+
+def train(
+    dataset: FederatedDataset,
+    config: TrainerConfig,
+    *,
+    progress: ProgressCallback | None = None,
+) -> TrainingResult:
+    """Train ``config.algorithm`` on ``dataset`` (see :class:`FederatedTrainer`).
+
+    Parameters
+    ----------
+    dataset
+        A classification :class:`~protocols.training.FederatedDataset`.
+    config
+        A :class:`~protocols.training.TrainerConfig`.
+    progress
+        Optional callback ``(rounds_done, rounds)``.
+
+    Returns
+    -------
+    TrainingResult
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(1, 1, num_clients=10, num_test_clients=0, seed=0)
+    >>> base = TrainerConfig(rounds=3, clients_per_round=4, seed=2)
+    >>> fedavg = train(data, base)
+    >>> same = train(data, base.with_changes(algorithm="deltafl", theta=1.0))
+    >>> bool(np.array_equal(fedavg.parameters, same.parameters))   # θ = 1 is FedAvg, bit for bit
+    True
+    >>> plain = train(data, base.with_changes(secure=False))
+    >>> bool(np.abs(plain.parameters - fedavg.parameters).max() < 1e-5)   # quantisation error
+    True
+    """
+    return FederatedTrainer(dataset, config).run(progress)

@@ -1,0 +1,73 @@
+"""The ``secagg-dp train`` command (its ``register`` on a fresh parser)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from protocols.cli import _train
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="secagg-dp")
+    _train.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["train", *argv])
+    status: int = args.func(args)
+    return status
+
+
+def test_default_pair_secure_writes_table_json_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The default job (Δ-FL with the DP quantile, and FedAvg, over the secure sum), shortened.
+    assert run(["--rounds", "4", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    for text in ("Δ-FL θ=0.5 ε=5", "FedAvg", "p90", "secure sum (SecAgg+)", "held-out splits"):
+        assert text in out
+    record = json.loads((tmp_path / "train_results.json").read_text())
+    deltafl, fedavg = record["runs"]
+    assert deltafl["algorithm"] == "deltafl" and fedavg["algorithm"] == "fedavg"
+    # --epsilon 5 is (5, 1e-5)-DP for the whole run; the table prints ρ and ε.
+    assert deltafl["epsilon_spent"] == pytest.approx(5.0, rel=1e-3) and deltafl["delta"] == 1e-5
+    assert deltafl["epsilon_spent"] <= 5.0 and 0.5 < deltafl["rho_spent"] < 0.6
+    assert "ρ zCDP" in out and "ε (δ)" in out
+    assert fedavg["rho_spent"] == 0.0 and fedavg["num_secure_averages"] == 4
+    assert record["secure"] is True and record["dataset"]["name"] == "synthetic(1,1)"
+    assert len(deltafl["client_errors"]) == 30 and deltafl["config"]["secure"]
+    plot = tmp_path / "test_errors.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_algorithms_corruption_and_plain_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--algo", "fedavg,rfa", "--algo", "rfa1", "--corruption", "omniscient:0.25"]
+    argv += ["--rounds", "3", "--no-secure", "--no-plot", "--out", str(tmp_path), "--seed", "2"]
+    assert run(argv) == 0
+    out = capsys.readouterr().out
+    assert "omniscient on 0.25 of the data" in out and "plain numpy" in out
+    record = json.loads((tmp_path / "train_results.json").read_text())
+    assert [r["algorithm"] for r in record["runs"]] == ["fedavg", "rfa", "rfa1"]
+    assert all(r["corrupted_clients"] for r in record["runs"])
+    assert record["arguments"]["seed"] == 2 and not (tmp_path / "test_errors.png").exists()
+
+
+def test_exact_quantile_and_theta(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--algo", "deltafl", "--no-dp", "--theta", "0.8", "--rounds", "2", "--no-secure"]
+    assert run([*argv, "--no-plot", "--out", str(tmp_path)]) == 0
+    assert "Δ-FL θ=0.8 exact-q" in capsys.readouterr().out
+
+
+def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["--algo", "sgd", "--out", str(tmp_path)]) == 2
+    assert "unknown --algo 'sgd'" in capsys.readouterr().out
+    # Image negation needs images: a clear error, not a traceback.
+    argv = ["--corruption", "image_negation:0.1", "--rounds", "1", "--out", str(tmp_path)]
+    assert run(argv) == 2
+    assert "image negation needs an image dataset" in capsys.readouterr().out
+    for bad in (["--theta", "0"], ["--epsilon", "-1"], ["--delta", "1"], ["--corruption", "x:1"]):
+        with pytest.raises(SystemExit):
+            run(bad)
