@@ -1,0 +1,79 @@
+"""ClientApp: local training, wrapped by secagg-dp's secure-sum Mod.
+
+``make_client_app(drop_plan=..., seed=...)`` builds the app for simulations and tests;
+``app`` is the production one (``flwr run`` and ``flower-supernode`` load it). A drop plan
+makes chosen partitions refuse a phase of every round (an error reply, which the server
+counts as a dropout of that phase), the way a real client vanishes mid-round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from flwr.app import ArrayRecord, Context, Error, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+
+from secagg import PHASES
+from secagg.integrations.flower import RECORD_KEY, make_secagg_mod
+
+from .task import local_train
+
+DATA_SEED = 0
+
+
+def parse_drop_plan(text: str) -> dict[int, str]:
+    """``"3:share_keys,7:unmask"`` → {3: "share_keys", 7: "unmask"}."""
+    plan: dict[int, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        partition, phase = item.split(":")
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r} in the drop plan")
+        plan[int(partition)] = phase
+    return plan
+
+
+def make_client_app(
+    *, drop_plan: Mapping[int, str] | None = None, seed: int | None = None
+) -> ClientApp:
+    """The ClientApp: a dropout injector (tests), then the secure-sum Mod, then training."""
+
+    def drop_mod(message: Message, context: Context, call_next):  # type: ignore[no-untyped-def]
+        plan = dict(drop_plan or parse_drop_plan(str(context.run_config.get("drop-plan", ""))))
+        partition = int(context.node_config.get("partition-id", -1))
+        record = message.content.config_records.get(RECORD_KEY) if message.has_content() else None
+        if record is not None and partition in plan:
+            stage = str(record["stage"])
+            if PHASES.index(stage) >= PHASES.index(plan[partition]):
+                return Message(
+                    Error(1, f"partition {partition} drops at {stage}"), reply_to=message
+                )
+        return call_next(message, context)
+
+    app = ClientApp(mods=[drop_mod, make_secagg_mod(seed=seed)])
+
+    @app.train()
+    def train(message: Message, context: Context) -> Message:
+        model = message.content.array_records["arrays"].to_numpy_ndarrays()
+        partition = int(context.node_config["partition-id"])
+        data_seed = int(context.run_config.get("data-seed", DATA_SEED))
+        new_model, examples = local_train(model, partition, data_seed)
+        content = RecordDict(
+            {
+                "arrays": ArrayRecord([np.asarray(a) for a in new_model]),
+                "metrics": MetricRecord({"num-examples": examples}),
+            }
+        )
+        return Message(content, reply_to=message)
+
+    @app.query("partition")
+    def partition_id(message: Message, context: Context) -> Message:
+        partition = int(context.node_config.get("partition-id", -1))
+        return Message(
+            RecordDict({"node": MetricRecord({"partition-id": partition})}), reply_to=message
+        )
+
+    return app
+
+
+app = make_client_app()

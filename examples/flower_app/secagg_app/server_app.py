@@ -1,0 +1,167 @@
+"""ServerApp: rounds of secure weighted averaging with secagg-dp's Grid driver.
+
+Each round sends the global model with the masked-input message, gets Σβ·model and Σβ from one
+secure sum (β = examples / cap), and takes their ratio as the next global model (FedAvg whose
+server never sees a single client's model). Nodes that vanish mid-round are dropouts of the
+phase they missed; the round completes while enough survive.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
+from flwr.serverapp import Grid, ServerApp
+
+from secagg.integrations.flower import GridSumResult, SumEncoding, run_secure_sum
+
+from .task import initial_model, loss
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Settings:
+    """What a run needs; ``flwr run`` fills it from the app's run config."""
+
+    rounds: int = 2
+    min_nodes: int = 4
+    clip: float = 8.0
+    weight_cap: float = 50.0
+    neighbors: int | None = None
+    threshold: int | None = None
+    timeout: float = 30.0
+    wait_for_nodes: float = 60.0
+    seed: int | None = None
+    data_seed: int = 0
+
+
+@dataclass
+class RunRecord:
+    """What the server learnt: per round the model it sent and the secure-sum result."""
+
+    models: list[list[np.ndarray]] = field(default_factory=list)
+    results: list[GridSumResult] = field(default_factory=list)
+    partitions: dict[int, int] = field(default_factory=dict)
+    losses: list[float] = field(default_factory=list)
+    round_seconds: list[float] = field(default_factory=list)
+
+
+def settings_from(run_config: dict[str, Any]) -> Settings:
+    """Settings from a Flower run config (kebab-case keys; 0 means "default")."""
+    neighbors = int(run_config.get("neighbors", 0)) or None
+    threshold = int(run_config.get("threshold", 0)) or None
+    seed = int(run_config.get("seed", -1))
+    return Settings(
+        rounds=int(run_config.get("num-server-rounds", 2)),
+        min_nodes=int(run_config.get("min-nodes", 4)),
+        clip=float(run_config.get("clip", 8.0)),
+        weight_cap=float(run_config.get("weight-cap", 50.0)),
+        neighbors=neighbors,
+        threshold=threshold,
+        timeout=float(run_config.get("phase-timeout", 30.0)),
+        wait_for_nodes=float(run_config.get("wait-for-nodes", 60.0)),
+        seed=None if seed < 0 else seed,
+        data_seed=int(run_config.get("data-seed", 0)),
+    )
+
+
+def wait_for_nodes(grid: Grid, count: int, deadline: float) -> list[int]:
+    """The grid's node ids once at least ``count`` are connected (or raise at the deadline)."""
+    stop = time.monotonic() + deadline
+    while True:
+        nodes = sorted(grid.get_node_ids())
+        if len(nodes) >= count:
+            return nodes
+        if time.monotonic() > stop:
+            raise TimeoutError(f"only {len(nodes)} of {count} nodes connected in {deadline} s")
+        time.sleep(0.5)
+
+
+def ask_partitions(grid: Grid, nodes: list[int], timeout: float) -> dict[int, int]:
+    """Node id → partition id (a plain query, so runs can be checked against the data)."""
+    messages = [
+        Message(RecordDict(), dst_node_id=node, message_type="query.partition") for node in nodes
+    ]
+    out = {}
+    for reply in grid.send_and_receive(messages, timeout=timeout):
+        if not reply.has_error():
+            out[reply.metadata.src_node_id] = int(
+                reply.content.metric_records["node"]["partition-id"]
+            )
+    return out
+
+
+def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
+    """The training loop (used by the ServerApp and by tests)."""
+    nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
+    record.partitions = ask_partitions(grid, nodes, settings.timeout)
+    model = initial_model()
+    encoding = SumEncoding(
+        clip=settings.clip, weight_key="num-examples", weight_cap=settings.weight_cap
+    )
+    for server_round in range(1, settings.rounds + 1):
+        start = time.perf_counter()
+        content = RecordDict(
+            {
+                "arrays": ArrayRecord([np.asarray(a) for a in model]),
+                "config": ConfigRecord({"server-round": server_round}),
+            }
+        )
+        result = run_secure_sum(
+            grid,
+            content,
+            encoding=encoding,
+            node_ids=nodes,
+            threshold=settings.threshold,
+            neighbors=settings.neighbors,
+            timeout=settings.timeout,
+            group_id=str(server_round),
+            seed=None if settings.seed is None else settings.seed + server_round,
+        )
+        record.models.append(model)
+        record.results.append(result)
+        flat = result.average
+        sizes = np.cumsum([a.size for a in model])[:-1]
+        model = [
+            part.reshape(a.shape) for part, a in zip(np.split(flat, sizes), model, strict=True)
+        ]
+        record.round_seconds.append(time.perf_counter() - start)
+        record.losses.append(
+            loss(model, range(max(record.partitions.values(), default=0) + 1), settings.data_seed)
+        )
+        logger.info(
+            "round %d: %d survivors, dropped %s, loss %.4f, %.2f s",
+            server_round,
+            len(result.survivors),
+            result.dropped,
+            record.losses[-1],
+            record.round_seconds[-1],
+        )
+        print(
+            f"round {server_round}: {len(result.survivors)} of {len(nodes)} nodes summed, "
+            f"dropped {result.dropped}, loss {record.losses[-1]:.4f}, "
+            f"{record.round_seconds[-1]:.2f} s",
+            flush=True,
+        )
+    record.models.append(model)
+    return record
+
+
+def make_server_app(settings: Settings | None = None, record: RunRecord | None = None) -> ServerApp:
+    """A ServerApp running :func:`run_rounds`; ``settings=None`` reads the run config."""
+    app = ServerApp()
+    sink = record if record is not None else RunRecord()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        run_rounds(grid, settings or settings_from(dict(context.run_config)), sink)
+
+    return app
+
+
+app = make_server_app()

@@ -1,0 +1,655 @@
+"""The secure sum inside Flower (``flwr`` 1.42, Message API): a client Mod and a Grid driver.
+
+Client side, :func:`secagg_mod` (or :func:`make_secagg_mod`) wraps a ``ClientApp``'s train
+function. It runs a :class:`~secagg.Client` state machine, keeps the client's state between
+messages in the node's ``Context`` (``context.state``, never sent), and carries our wire bytes
+in one Flower ``ConfigRecord``. The user's train function runs once per round, in the
+masked-input phase; its reply's arrays (the model or the update) are clipped, optionally
+weighted, quantised and masked, and only the masked vector leaves the node.
+
+Server side, :func:`run_secure_sum` drives a :class:`~secagg.Server` over Flower's ``Grid``:
+one ``send_and_receive`` per phase with a timeout. A node that does not answer in time, answers
+with an error, or answers with something invalid is a dropout of that phase; the round goes on
+while enough clients survive, and the unmasked sum comes back decoded to floats.
+
+Every Flower import is lazy: this module imports without ``flwr``.
+
+Record layout (one ``ConfigRecord`` named :data:`RECORD_KEY` in the message content):
+
+* server → client: ``stage`` (a phase name of :data:`secagg.PHASES`); ``payload`` (our wire
+  bytes, phases 1–3); in phase 0 also ``config`` (``SecAggConfig.to_bytes``), ``client-id``
+  and the encoding (``clip``, ``scale``, ``weight-key``, ``weight-cap``).
+* client → server: ``stage`` and ``payload`` (the client's message bytes).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from secagg.client import Client
+from secagg.config import SecAggConfig
+from secagg.errors import ProtocolError, RemoteProtocolError
+from secagg.integrations._client_state import restore_client, snapshot_client
+from secagg.messages import Message as SecAggMessage
+from secagg.messages import decode_message, encode_message
+from secagg.randomness import KeystreamRandom
+from secagg.ring import Quantizer, RingArray, check_headroom
+from secagg.runner import PHASES, default_threshold
+from secagg.server import Server, ServerState
+
+if TYPE_CHECKING:
+    from flwr.app import Context, Message, RecordDict
+    from flwr.serverapp import Grid
+
+__all__ = [
+    "ERROR_CODE",
+    "RECORD_KEY",
+    "STATE_KEY",
+    "GridSumResult",
+    "SumEncoding",
+    "dropout_phases",
+    "make_secagg_mod",
+    "run_secure_sum",
+    "secagg_mod",
+]
+
+logger = logging.getLogger(__name__)
+
+RECORD_KEY = "secagg-dp"
+"""Name of the ConfigRecord that carries our protocol in a Flower message."""
+STATE_KEY = "secagg-dp.client"
+"""Name of the ConfigRecord in ``context.state`` that holds the client's state between calls."""
+ERROR_CODE = 4242
+"""Flower ``Error.code`` of a client that refused or failed a phase."""
+
+_STATES = (
+    ServerState.COLLECTING_KEYS,
+    ServerState.COLLECTING_SHARES,
+    ServerState.COLLECTING_MASKED_INPUTS,
+    ServerState.COLLECTING_UNMASK_RESPONSES,
+)
+
+ClientAppCallable = Callable[["Message", "Context"], "Message"]
+_T = TypeVar("_T", bytes, int, float)
+
+
+# -- the encoding of a train reply into a summable vector ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SumEncoding:
+    """How a client turns its train reply into the integer vector it sums.
+
+    The reply's arrays are flattened (in record order) to x and clipped to [-clip, clip] per
+    coordinate. Unweighted, the client sums q(x); weighted, it sums q([β·x, β·clip]) with
+    β = min(w, weight_cap)/weight_cap ∈ [0, 1] and w the metric ``weight_key`` of its reply, so
+    the server gets Σβx and Σβ from one secure sum. q is :class:`~secagg.Quantizer` (stochastic
+    rounding, step 1/scale).
+
+    Parameters
+    ----------
+    clip
+        Per-coordinate clipping bound of the reply's values.
+    scale
+        Quantisation grid points per unit; ``None``: the finest scale whose sum over the round's
+        clients cannot wrap (:meth:`Quantizer.for_ring`).
+    weight_key
+        Metric of the train reply that weighs the client (Flower's ``"num-examples"``);
+        ``None`` for an unweighted sum.
+    weight_cap
+        Public cap on the weight; weights above it count as the cap.
+
+    Examples
+    --------
+    >>> enc = SumEncoding(clip=2.0, scale=100.0, weight_key="num-examples", weight_cap=50.0)
+    >>> enc.encode(np.array([1.0, -3.0]), weight=25.0).tolist()
+    [0.5, -1.0, 1.0]
+    >>> SumEncoding(clip=1.0, weight_key=None).encode(np.array([0.25, 4.0])).tolist()
+    [0.25, 1.0]
+    """
+
+    clip: float
+    scale: float | None = None
+    weight_key: str | None = "num-examples"
+    weight_cap: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("clip", "weight_cap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a float; got {type(value).__name__}")
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be positive and finite; got {value}")
+        if self.scale is not None:
+            Quantizer(self.clip, self.scale)  # validates the scale against the clip
+        if self.weight_key is not None and not isinstance(self.weight_key, str):
+            raise TypeError("weight_key must be a str or None")
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the vector carries a weight coordinate."""
+        return self.weight_key is not None
+
+    def dimension(self, model_size: int) -> int:
+        """The summed dimension for a model of ``model_size`` values."""
+        return model_size + (1 if self.weighted else 0)
+
+    def encode(
+        self, values: NDArray[np.float64], weight: float | None = None
+    ) -> NDArray[np.float64]:
+        """The float vector a client quantises: clip(x), or [β·clip(x), β·clip] if weighted."""
+        x = np.clip(np.asarray(values, dtype=np.float64), -self.clip, self.clip)
+        if not self.weighted:
+            return x
+        if weight is None or not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"a weighted sum needs a finite weight ≥ 0; got {weight!r}")
+        beta = min(float(weight), self.weight_cap) / self.weight_cap
+        out = np.empty(x.size + 1)
+        np.multiply(x, beta, out=out[:-1])
+        out[-1] = beta * self.clip
+        return out
+
+    def to_record(self) -> dict[str, float | str]:
+        """The fields sent to the clients in phase 0 (``scale`` must be set)."""
+        if self.scale is None:
+            raise ValueError("resolve the scale before sending the encoding")
+        return {
+            "clip": float(self.clip),
+            "scale": float(self.scale),
+            "weight-key": self.weight_key or "",
+            "weight-cap": float(self.weight_cap),
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SumEncoding:
+        """Inverse of :meth:`to_record`.
+
+        Examples
+        --------
+        >>> enc = SumEncoding(clip=1.0, scale=8.0, weight_key=None)
+        >>> SumEncoding.from_record(enc.to_record()) == enc
+        True
+        """
+        key = str(record["weight-key"])
+        return cls(
+            clip=float(record["clip"]),
+            scale=float(record["scale"]),
+            weight_key=key or None,
+            weight_cap=float(record["weight-cap"]),
+        )
+
+    def resolved(self, num_clients: int, modulus_bits: int) -> SumEncoding:
+        """This encoding with its scale fixed, after checking the sum cannot wrap.
+
+        Raises
+        ------
+        secagg.HeadroomError
+            If ``num_clients`` quantised vectors can wrap modulo 2^modulus_bits.
+
+        Examples
+        --------
+        >>> SumEncoding(clip=1.0).resolved(100, 32).scale
+        21474836.0
+        >>> SumEncoding(clip=1.0, scale=2.0**20).resolved(5000, 32)
+        Traceback (most recent call last):
+        ...
+        secagg.ring.HeadroomError: 5000 clients × |q| ≤ 1048576 (+ noise bound 0) can reach \
+5242880000, which wraps modulo 2^32 (centred range ±2147483647); use at least 34 bits
+        """
+        if self.scale is None:
+            scale = Quantizer.for_ring(
+                clip=self.clip, bits=modulus_bits, num_clients=num_clients
+            ).scale
+            return SumEncoding(self.clip, scale, self.weight_key, self.weight_cap)
+        check_headroom(num_clients, Quantizer(self.clip, self.scale).max_abs, modulus_bits)
+        return self
+
+
+# -- client side ---------------------------------------------------------------------------------
+
+
+def _field(record: Mapping[str, object], key: str, kind: type[_T]) -> _T:
+    """A record field of the expected type (ints count as floats), else a peer's fault."""
+    value = record.get(key)
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return kind(value)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise RemoteProtocolError(f"record field {key!r} is not {kind.__name__}", peer_id=None)
+    return value
+
+
+def _reply_vector(content: RecordDict, encoding: SumEncoding) -> NDArray[np.float64]:
+    """Flatten the train reply's arrays and weight into the vector to quantise."""
+    records = dict(content.array_records)
+    if not records:
+        raise ValueError("the train reply has no ArrayRecord to aggregate")
+    record = records["arrays"] if len(records) > 1 and "arrays" in records else None
+    if record is None:
+        if len(records) > 1:
+            raise ValueError(f"the train reply has several ArrayRecords {sorted(records)}")
+        record = next(iter(records.values()))
+    arrays = record.to_numpy_ndarrays()
+    flat = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
+    weight: float | None = None
+    if encoding.weight_key is not None:
+        for metrics in content.metric_records.values():
+            if encoding.weight_key in metrics:
+                weight = _field(metrics, encoding.weight_key, float)
+                break
+        else:
+            raise ValueError(f"the train reply has no metric {encoding.weight_key!r}")
+    return encoding.encode(flat, weight)
+
+
+def _client_random(seed: int | None, config: SecAggConfig, client_id: int) -> KeystreamRandom:
+    if seed is None:
+        return KeystreamRandom()
+    return KeystreamRandom(seed, label=b"secagg-dp/flower/client/" + config.digest).spawn(
+        b"%d" % client_id
+    )
+
+
+def make_secagg_mod(
+    *, seed: int | None = None, keep_metrics: bool = False
+) -> Callable[[Message, Context, ClientAppCallable], Message]:
+    """A Flower Mod that runs our secure-sum client around a ClientApp's train function.
+
+    Messages without our record pass straight to the next handler, so the mod can wrap a
+    whole ``ClientApp``. With it, one round is four messages; only the masked-input one calls
+    the train function, and only the masked vector of its reply leaves the node.
+
+    Parameters
+    ----------
+    seed
+        Reproducible client randomness (keys, self-mask seeds, stochastic rounding) for tests
+        and simulations; ``None`` (production) draws from the operating system.
+    keep_metrics
+        Forward the train reply's MetricRecords and ConfigRecords in plaintext with the masked
+        vector. Off by default: the weight and any metric would leave the node unmasked.
+
+    Returns
+    -------
+    callable
+        ``(Message, Context, call_next) -> Message``, Flower's ``Mod`` type.
+
+    Examples
+    --------
+    >>> mod = make_secagg_mod(seed=3)
+    >>> callable(mod)
+    True
+    """
+
+    def mod(message: Message, context: Context, call_next: ClientAppCallable) -> Message:
+        from flwr.app import ConfigRecord, ConfigRecordValues, Error, RecordDict  # noqa: PLC0415
+        from flwr.app import Message as FlowerMessage  # noqa: PLC0415
+
+        record = message.content.config_records.get(RECORD_KEY) if message.has_content() else None
+        if record is None:
+            return call_next(message, context)
+        stage = str(record.get("stage", ""))
+        client: Client | None = None
+        try:
+            if stage not in PHASES:
+                raise RemoteProtocolError(f"unknown stage {stage!r}", peer_id=0)
+            if stage == PHASES[0]:
+                config = SecAggConfig.from_bytes(_field(record, "config", bytes))
+                client_id = _field(record, "client-id", int)
+                encoding = SumEncoding.from_record(record)
+                client = Client(
+                    config, client_id, random_source=_client_random(seed, config, client_id)
+                )
+                replies = [encode_message(m) for m in client.start()]
+                saved: dict[str, ConfigRecordValues] = dict(encoding.to_record())
+            else:
+                state = context.state.config_records.get(STATE_KEY)
+                if state is None:
+                    raise RemoteProtocolError(f"stage {stage} before advertise_keys", peer_id=0)
+                saved = {k: v for k, v in state.items() if k != "client"}
+                client = restore_client(
+                    _field(state, "client", bytes),
+                    random_factory=lambda cfg, u: _client_random(seed, cfg, u).spawn(
+                        stage.encode()
+                    ),
+                )
+                payload = _field(record, "payload", bytes)
+                extra = RecordDict()
+                if stage == "masked_input":
+                    encoding = SumEncoding.from_record(saved)
+                    extra = _train_and_set_input(
+                        message,
+                        context,
+                        call_next,
+                        client=client,
+                        encoding=encoding,
+                        seed=seed,
+                        keep_metrics=keep_metrics,
+                    )
+                replies = client.receive_bytes(payload)
+            if len(replies) != 1:
+                raise RemoteProtocolError(
+                    f"stage {stage} produced {len(replies)} replies", peer_id=0
+                )
+        except (ProtocolError, ValueError, KeyError, TypeError) as exc:
+            logger.warning("secagg client refused stage %s: %s", stage, exc)
+            if client is not None:
+                context.state.config_records[STATE_KEY] = ConfigRecord(
+                    {"client": snapshot_client(client), "aborted": True}
+                )
+            return FlowerMessage(Error(ERROR_CODE, f"secagg-dp {stage}: {exc}"), reply_to=message)
+        saved["client"] = snapshot_client(client)
+        context.state.config_records[STATE_KEY] = ConfigRecord(saved)
+        content = RecordDict() if stage != "masked_input" else extra
+        content[RECORD_KEY] = ConfigRecord({"stage": stage, "payload": replies[0]})
+        return FlowerMessage(content, reply_to=message)
+
+    return mod
+
+
+def _train_and_set_input(
+    message: Message,
+    context: Context,
+    call_next: ClientAppCallable,
+    *,
+    client: Client,
+    encoding: SumEncoding,
+    seed: int | None,
+    keep_metrics: bool,
+) -> RecordDict:
+    """Run the train function on the message without our record; set the client's input."""
+    from flwr.app import RecordDict  # noqa: PLC0415
+
+    record = message.content.config_records[RECORD_KEY]
+    del message.content[RECORD_KEY]
+    try:
+        reply = call_next(message, context)
+    finally:
+        message.content[RECORD_KEY] = record
+    if reply.has_error():
+        raise ValueError(f"the train function failed: {reply.error.reason}")
+    vector = _reply_vector(reply.content, encoding)
+    if vector.size != client.config.dimension:
+        raise ValueError(
+            f"the train reply has {vector.size} summed values; the round sums "
+            f"{client.config.dimension}"
+        )
+    assert encoding.scale is not None
+    rng = None
+    if seed is not None:
+        rng = _client_random(seed, client.config, client.client_id).spawn(b"quantize")
+    quantizer = Quantizer(encoding.clip, encoding.scale)
+    client.set_input(quantizer.to_ring(vector, client.config.ring, rng=rng))
+    kept = RecordDict()
+    if keep_metrics:
+        for name, metrics in reply.content.metric_records.items():
+            kept[name] = metrics
+        for name, config in reply.content.config_records.items():
+            kept[name] = config
+    return kept
+
+
+secagg_mod = make_secagg_mod()
+"""The Mod with production randomness: ``ClientApp(mods=[secagg_mod])``."""
+
+
+# -- server side ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GridSumResult:
+    """The outcome of :func:`run_secure_sum`.
+
+    Attributes
+    ----------
+    total
+        Σ over ``survivors`` of the decoded vectors: Σβx (weighted) or Σx, without the weight.
+    weight_total
+        Σβ over the survivors (weighted encodings), else their number.
+    survivors
+        Node ids whose inputs are in the total, ascending.
+    dropped
+        Node id → the phase it dropped at (did not answer, answered an error or invalid bytes).
+    ring_total
+        The raw sum modulo M (weight coordinate included), as :func:`secagg.secure_sum` gives it.
+    encoding, config
+        The resolved encoding and the round's public parameters.
+    client_ids
+        Node id → the client id (Shamir point) it had in this round.
+    seconds, upload_bytes, download_bytes
+        Per phase: wall time of the phase (send, wait, server work), our payload bytes.
+    faults
+        Descriptions of invalid replies, blaming their nodes.
+    """
+
+    total: NDArray[np.float64]
+    weight_total: float
+    survivors: tuple[int, ...]
+    dropped: dict[int, str]
+    ring_total: RingArray
+    encoding: SumEncoding
+    config: SecAggConfig
+    client_ids: dict[int, int]
+    seconds: dict[str, float] = field(default_factory=dict)
+    upload_bytes: dict[str, int] = field(default_factory=dict)
+    download_bytes: dict[str, int] = field(default_factory=dict)
+    faults: tuple[str, ...] = ()
+
+    @property
+    def average(self) -> NDArray[np.float64]:
+        """total / weight_total: the (weighted) average of the survivors' clipped arrays.
+
+        Raises
+        ------
+        ZeroDivisionError
+            If the survivors' weights sum to zero.
+        """
+        if self.weight_total == 0:
+            raise ZeroDivisionError("the survivors' weights sum to zero")
+        return self.total / self.weight_total
+
+
+def _model_size(content: RecordDict) -> int:
+    records = list(content.array_records.values())
+    if len(records) != 1:
+        raise ValueError(
+            f"cannot infer the dimension from {len(records)} ArrayRecords; pass dimension="
+        )
+    return sum(int(np.prod(a.shape)) for a in records[0].values())
+
+
+def run_secure_sum(
+    grid: Grid,
+    content: RecordDict,
+    *,
+    encoding: SumEncoding,
+    node_ids: Sequence[int] | None = None,
+    dimension: int | None = None,
+    threshold: int | None = None,
+    neighbors: int | None = None,
+    modulus_bits: int = 32,
+    timeout: float = 60.0,
+    message_type: str = "train",
+    group_id: str = "",
+    seed: int | None = None,
+) -> GridSumResult:
+    """Securely sum the train replies of Flower nodes running :func:`secagg_mod`.
+
+    One ``grid.send_and_receive`` per phase (advertise_keys, share_keys, masked_input,
+    unmask), each bounded by ``timeout``. The train ``content`` (model arrays, config) goes
+    to the nodes with the masked-input message only.
+
+    Parameters
+    ----------
+    grid
+        The ServerApp's Grid.
+    content
+        What the train function receives (for example ``{"arrays": ..., "config": ...}``).
+    encoding
+        How replies become summed vectors; its scale is resolved for the round (headroom).
+    node_ids
+        The nodes invited to the round (default: every node of the grid).
+    dimension
+        The number of model values summed; default: the size of ``content``'s one ArrayRecord.
+    threshold, neighbors, modulus_bits
+        As for :func:`secagg.secure_sum` (default threshold: a majority of neighbours).
+    timeout
+        Seconds to wait for each phase's replies; silent nodes are that phase's dropouts.
+    message_type, group_id
+        Flower message type (routes to the ClientApp's train function) and group (the round).
+    seed
+        Reproducible round nonce (tests); ``None`` draws it from the operating system.
+
+    Returns
+    -------
+    GridSumResult
+        The decoded sum over the survivors, the dropouts by phase, timings and bytes.
+
+    Raises
+    ------
+    secagg.TooFewSurvivorsError
+        If too few nodes remain for the threshold; nothing about any input is revealed.
+    secagg.HeadroomError
+        If the number of nodes times the largest quantised value could wrap modulo 2^b.
+
+    Examples
+    --------
+    >>> run_secure_sum.__name__  # needs a Flower Grid; see examples/flower_app
+    'run_secure_sum'
+    """
+    from flwr.app import ConfigRecord, RecordDict  # noqa: PLC0415
+    from flwr.app import Message as FlowerMessage  # noqa: PLC0415
+
+    nodes = sorted(int(u) for u in (grid.get_node_ids() if node_ids is None else node_ids))
+    if len(set(nodes)) != len(nodes):
+        raise ValueError("node ids must be distinct")
+    n = len(nodes)
+    if n < 2:
+        raise ValueError(f"a secure sum needs at least 2 nodes; got {n}")
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive; got {timeout}")
+    model_size = _model_size(content) if dimension is None else int(dimension)
+    encoding = encoding.resolved(n, modulus_bits)
+    if threshold is None:
+        threshold = default_threshold(n, neighbors)
+    nonce_source = KeystreamRandom(seed, label=b"secagg-dp/flower/round/" + group_id.encode())
+    config = SecAggConfig(
+        dimension=encoding.dimension(model_size),
+        threshold=threshold,
+        modulus_bits=modulus_bits,
+        neighbors=neighbors,
+        round_nonce=nonce_source.random_bytes(16),
+        vector_name=b"flower",
+    )
+    client_of = {node: u for u, node in enumerate(nodes, 1)}
+    node_of = {u: node for node, u in client_of.items()}
+    server = Server(config, client_of.values())
+    seconds = dict.fromkeys(PHASES, 0.0)
+    upload = dict.fromkeys(PHASES, 0)
+    download = dict.fromkeys(PHASES, 0)
+    faults: list[str] = []
+    errored: dict[int, str] = {}
+
+    def envelope(stage: str, fields: dict[str, Any], node: int) -> Message:
+        record = ConfigRecord({"stage": stage, **fields})
+        body = RecordDict({RECORD_KEY: record})
+        if stage == "masked_input":
+            for name, value in content.items():
+                body[name] = value
+        download[stage] += len(fields.get("payload", b""))
+        return FlowerMessage(body, dst_node_id=node, message_type=message_type, group_id=group_id)
+
+    outgoing: list[Message] = [
+        envelope(
+            PHASES[0],
+            {"config": config.to_bytes(), "client-id": u, **encoding.to_record()},
+            node,
+        )
+        for node, u in client_of.items()
+    ]
+    for stage, state in zip(PHASES, _STATES, strict=True):
+        start = time.perf_counter()
+        replies = list(grid.send_and_receive(outgoing, timeout=timeout)) if outgoing else []
+        produced: list[SecAggMessage] = []
+        for reply in replies:
+            node = reply.metadata.src_node_id
+            u = client_of.get(node)
+            if u is None:
+                faults.append(f"reply from node {node}, which is not in the round")
+                continue
+            if reply.has_error():
+                errored.setdefault(node, stage)
+                logger.info("node %d answered %s with an error: %s", node, stage, reply.error)
+                continue
+            try:
+                record = reply.content.config_records.get(RECORD_KEY)
+                if record is None or record.get("stage") != stage:
+                    raise RemoteProtocolError(f"no {stage} record in the reply", peer_id=u)
+                data = _field(record, "payload", bytes)
+                upload[stage] += len(data)
+                message = decode_message(data, peer_id=u)
+                if message.peer != u:
+                    raise RemoteProtocolError(
+                        f"node {node} spoke for client {message.peer}", peer_id=u
+                    )
+                produced.extend(server.receive(message))
+            except RemoteProtocolError as exc:
+                faults.append(f"node {node} in {stage}: {exc}")
+                logger.warning("node %d sent an invalid %s reply: %s", node, stage, exc)
+        if server.state is state:
+            produced.extend(server.close_phase())
+        seconds[stage] += time.perf_counter() - start
+        if stage != PHASES[-1]:
+            following = PHASES[PHASES.index(stage) + 1]
+            outgoing = [
+                envelope(following, {"payload": encode_message(m)}, node_of[m.peer])
+                for m in produced
+            ]
+    result = server.result
+    ring = config.ring
+    centered = ring.centered(result.total)
+    decoded = Quantizer(encoding.clip, encoding.scale or 1.0).dequantize(centered)
+    survivors = tuple(sorted(node_of[u] for u in result.survivors))
+    if encoding.weighted:
+        total, weight_total = decoded[:-1], float(decoded[-1]) / encoding.clip
+    else:
+        total, weight_total = decoded, float(len(survivors))
+    participants = result.phase_participants
+    dropped: dict[int, str] = {}
+    for node, u in client_of.items():
+        for phase in PHASES:
+            if u not in participants[phase]:
+                dropped[node] = errored.get(node, phase)
+                break
+    return GridSumResult(
+        total=total,
+        weight_total=weight_total,
+        survivors=survivors,
+        dropped=dropped,
+        ring_total=result.total,
+        encoding=encoding,
+        config=config,
+        client_ids=client_of,
+        seconds=seconds,
+        upload_bytes=upload,
+        download_bytes=download,
+        faults=tuple(faults),
+    )
+
+
+def dropout_phases(result: GridSumResult) -> Mapping[str, Iterable[int]]:
+    """The result's dropouts as ``secure_sum``'s ``dropouts`` argument (client indices).
+
+    Index i is the node with client id i + 1, so :func:`secagg.secure_sum` on the same inputs
+    in that order reproduces the round.
+    """
+    by_phase: dict[str, list[int]] = {}
+    for node, phase in result.dropped.items():
+        by_phase.setdefault(phase, []).append(result.client_ids[node] - 1)
+    return by_phase

@@ -1,0 +1,252 @@
+"""The Flower client Mod and Grid driver over a loopback Grid (fast; no Ray, no network).
+
+Also the REFERENCES §1 defects of Flower's own SecAgg+ that our Mod does not have, one test each
+(``test_defect_*``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip(
+    "flwr", reason="the Flower integration needs flwr (pip install 'secagg-dp[flower]')"
+)
+
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
+
+from secagg import HeadroomError, Quantizer, Ring, TooFewSurvivorsError, secure_sum
+from secagg.integrations._client_state import restore_client
+from secagg.integrations.flower import (
+    RECORD_KEY,
+    STATE_KEY,
+    SumEncoding,
+    _client_random,
+    dropout_phases,
+    run_secure_sum,
+)
+from secagg.masks import expand_mask, self_mask_key
+from secagg.messages import MaskedInput, UnmaskRequest, decode_message, encode_message
+
+DIM = 5
+
+
+def content(dimension: int = DIM) -> RecordDict:
+    return RecordDict({"arrays": ArrayRecord([np.zeros(dimension)])})
+
+
+def vectors_for(nodes: list[int], seed: int = 0, dimension: int = DIM) -> dict[int, Any]:
+    rng = np.random.default_rng(seed)
+    return {node: rng.uniform(-2, 2, size=dimension) for node in nodes}
+
+
+def reference_ring_total(result: Any, vectors: dict[int, Any], weights: dict[int, float]) -> Any:
+    """The same round through the in-memory runner: same quantised inputs, same dropouts."""
+    quantizer = Quantizer(result.encoding.clip, result.encoding.scale)
+    inputs = []
+    for node, u in sorted(result.client_ids.items(), key=lambda item: item[1]):
+        rng = _client_random(7, result.config, u).spawn(b"quantize")
+        encoded = result.encoding.encode(vectors[node], weights.get(node, 1.0))
+        inputs.append(quantizer.to_ring(encoded, result.config.ring, rng=rng))
+    return secure_sum(
+        inputs,
+        modulus_bits=result.config.modulus_bits,
+        threshold=result.config.threshold,
+        neighbors=result.config.neighbors,
+        dropouts=dropout_phases(result),
+        seed=0,
+    )
+
+
+def test_round_equals_in_memory_runner_with_dropouts(
+    loopback_grid: Any, vector_client_app: Any
+) -> None:
+    nodes = [101, 202, 303, 404, 505, 606, 707]
+    vectors = vectors_for(nodes)
+    weights = {node: float(10 + i) for i, node in enumerate(nodes)}
+    silent = {202: "advertise_keys", 404: "masked_input", 606: "unmask"}
+    grid = loopback_grid(vector_client_app(vectors, weights), silent=silent)
+    encoding = SumEncoding(clip=1.5, weight_key="num-examples", weight_cap=20.0)
+    result = run_secure_sum(grid, content(), encoding=encoding, threshold=3, timeout=5.0, seed=1)
+
+    assert result.dropped == silent
+    assert result.survivors == (101, 303, 505, 606, 707)  # 606 dropped after masking: counted
+    reference = reference_ring_total(result, vectors, weights)
+    assert reference.survivors == tuple(result.client_ids[n] - 1 for n in result.survivors)
+    np.testing.assert_array_equal(result.ring_total, reference.total)
+    # Decoded: the weighted average of the survivors' clipped vectors, to quantisation error.
+    beta = {n: min(weights[n], 20.0) / 20.0 for n in result.survivors}
+    expected = sum(beta[n] * np.clip(vectors[n], -1.5, 1.5) for n in beta) / sum(beta.values())
+    step = len(beta) / result.encoding.scale / sum(beta.values())
+    np.testing.assert_allclose(result.average, expected, atol=4 * step)
+    assert result.weight_total == pytest.approx(sum(beta.values()), abs=2 * step)
+
+
+def test_unweighted_sum_and_secagg_plus(loopback_grid: Any, vector_client_app: Any) -> None:
+    nodes = list(range(1, 11))
+    vectors = vectors_for(nodes, seed=3)
+    grid = loopback_grid(vector_client_app(vectors), silent={4: "share_keys"})
+    encoding = SumEncoding(clip=2.0, scale=2.0**16, weight_key=None)
+    result = run_secure_sum(grid, content(), encoding=encoding, neighbors=4, timeout=5.0)
+    assert result.config.neighbors == 4 and result.dropped == {4: "share_keys"}
+    expected = sum(vectors[n] for n in nodes if n != 4)
+    np.testing.assert_allclose(result.total, expected, atol=10 / 2.0**16)
+    assert result.weight_total == 9.0
+    # Only the masked input phase carries the model; our payload is bit-packed 32-bit words.
+    assert result.upload_bytes["masked_input"] == 9 * (
+        len(encode_message(MaskedInput(bytes(32), 1, 32, np.zeros(DIM, dtype=np.uint32))))
+    )
+
+
+def test_invalid_or_impersonating_reply_is_a_dropout_not_an_abort(
+    loopback_grid: Any, vector_client_app: Any
+) -> None:
+    nodes = [1, 2, 3, 4, 5, 6]
+    apps = vector_client_app(vectors_for(nodes))
+    honest_app = apps[2]
+
+    def garbage(message: Message, context: Context) -> Message:
+        reply = honest_app(message, context)
+        record = reply.content.config_records[RECORD_KEY]
+        if record["stage"] == "share_keys":
+            record["payload"] = b"\x01\x02garbage"
+        return reply
+
+    impostor = apps[3]
+
+    def impersonate(message: Message, context: Context) -> Message:
+        reply = impostor(message, context)
+        record = reply.content.config_records[RECORD_KEY]
+        if record["stage"] == "masked_input":
+            masked = decode_message(bytes(record["payload"]))
+            assert isinstance(masked, MaskedInput)
+            forged = MaskedInput(masked.session_id, 1, masked.modulus_bits, masked.vector)
+            record["payload"] = encode_message(forged)
+        return reply
+
+    apps[2], apps[3] = garbage, impersonate
+    grid = loopback_grid(apps)
+    encoding = SumEncoding(clip=2.0)
+    result = run_secure_sum(grid, content(), encoding=encoding, threshold=2, timeout=5.0)
+    assert result.dropped == {2: "share_keys", 3: "masked_input"}
+    assert len(result.faults) == 2 and "spoke for client 1" in result.faults[1]
+
+
+def test_messages_without_our_record_pass_through(
+    loopback_grid: Any, vector_client_app: Any
+) -> None:
+    app = vector_client_app({9: np.ones(DIM)})[9]
+    context = Context(run_id=1, node_id=9, node_config={}, state=RecordDict(), run_config={})
+    message = Message(content(), dst_node_id=9, message_type="train")
+    message.metadata.__dict__["_message_id"] = "m1"
+    reply = app(message, context)
+    assert not reply.has_error() and RECORD_KEY not in reply.content
+    np.testing.assert_array_equal(reply.content["arrays"].to_numpy_ndarrays()[0], np.ones(DIM))
+
+
+def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app: Any) -> None:
+    grid = loopback_grid(vector_client_app(vectors_for([1, 2, 3])))
+    run_secure_sum(grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0)
+    for context in grid.contexts.values():
+        client = restore_client(bytes(context.state.config_records[STATE_KEY]["client"]))
+        assert client.state.name == "COMPLETED"
+        assert client._self_mask_seed == b"" and client._mask_keys is None  # secrets erased
+
+
+# -- the defects of Flower 1.42's SecAgg+ (REFERENCES §1) that ours does not have -----------------
+
+
+def test_defect_seeds_are_256_bit_not_32_bit() -> None:
+    """Flower seeds its masks with 32 bits, so distinct keys collide. Ours: 256-bit seeds, and
+    two seeds that agree on their first 32 bits expand to unrelated masks."""
+    ring = Ring(32)
+    seed_a = bytes(4) + b"a" * 28
+    seed_b = bytes(4) + b"b" * 28
+    keys = [self_mask_key(s, session_id=bytes(32), owner=1) for s in (seed_a, seed_b)]
+    mask_a, mask_b = (expand_mask(k, ring, 64) for k in keys)
+    assert np.count_nonzero(mask_a == mask_b) < 4
+
+
+def test_defect_masks_take_every_ring_value(loopback_grid: Any, vector_client_app: Any) -> None:
+    """Flower draws masks with randint(0, M − 1): never M − 1. Ours are uniform on Z_M: with a
+    4-bit ring, a zero input's masked vector hits all 16 values, M − 1 included, evenly."""
+    dimension = 4000
+    zeros = {node: np.zeros(dimension) for node in (1, 2, 3)}
+    grid = loopback_grid(vector_client_app(zeros))
+    encoding = SumEncoding(clip=1.0, scale=1.0, weight_key=None)
+    result = run_secure_sum(
+        grid, content(dimension), encoding=encoding, modulus_bits=4, timeout=5.0
+    )
+    masked = [
+        decode_message(bytes(r.content.config_records[RECORD_KEY]["payload"]))
+        for r in grid.replies
+        if r.content.config_records[RECORD_KEY]["stage"] == "masked_input"
+    ]
+    assert len(masked) == 3 and not result.ring_total.any()
+    for message in masked:
+        assert isinstance(message, MaskedInput)
+        counts = np.bincount(message.vector, minlength=16)
+        assert counts[15] > 0
+        # χ² with 15 degrees of freedom; 60 is far beyond its 1e-6 quantile (≈ 52.6).
+        assert float(((counts - 250.0) ** 2 / 250.0).sum()) < 60
+
+
+def test_defect_unmask_request_for_both_shares_is_refused(
+    loopback_grid: Any, vector_client_app: Any
+) -> None:
+    """Flower's client does not check that survivors and dropped are disjoint, so a malicious
+    server can ask for both shares of one client and unmask its input. Ours refuses."""
+
+    def both_shares(message: Message) -> Message:
+        record = message.content.config_records[RECORD_KEY]
+        if record["stage"] == "unmask":
+            request = decode_message(bytes(record["payload"]))
+            assert isinstance(request, UnmaskRequest)
+            victim = request.survivors[:1]
+            forged = UnmaskRequest(
+                request.session_id, request.recipient, request.survivors, request.dropped + victim
+            )
+            record["payload"] = encode_message(forged)
+        return message
+
+    grid = loopback_grid(vector_client_app(vectors_for([1, 2, 3, 4])), tamper=both_shares)
+    with pytest.raises(TooFewSurvivorsError):
+        run_secure_sum(grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0)
+    unmask = [r for r in grid.replies if r.has_error()]
+    assert len(unmask) == 4
+    assert all("both shares" in str(r.error.reason) for r in unmask)
+
+
+def test_defect_dropouts_in_setup_and_share_keys_do_not_halt_the_round(
+    loopback_grid: Any, vector_client_app: Any
+) -> None:
+    """In Flower, a client dropping during setup or share_keys halts the whole round."""
+    nodes = list(range(1, 9))
+    vectors = vectors_for(nodes, seed=5)
+    silent = {1: "advertise_keys", 2: "share_keys"}
+    grid = loopback_grid(vector_client_app(vectors), silent=silent)
+    encoding = SumEncoding(clip=2.0, weight_key=None)
+    result = run_secure_sum(grid, content(), encoding=encoding, timeout=5.0)
+    assert result.dropped == silent and result.survivors == tuple(range(3, 9))
+    np.testing.assert_allclose(result.total, sum(vectors[n] for n in range(3, 9)), atol=1e-6)
+
+
+def test_defect_headroom_is_checked_before_any_message(loopback_grid: Any) -> None:
+    """Flower never checks n·Q < M, so its sum wraps silently. Ours refuses before sending."""
+    grid = loopback_grid({node: None for node in range(1, 1001)})
+    encoding = SumEncoding(clip=1.0, scale=2.0**22, weight_key=None)
+    with pytest.raises(HeadroomError, match="use at least 33 bits"):
+        run_secure_sum(grid, content(), encoding=encoding)
+    assert grid.sent == []
+
+
+def test_bad_stage_is_an_error_reply(loopback_grid: Any, vector_client_app: Any) -> None:
+    app = vector_client_app({9: np.ones(DIM)})[9]
+    context = Context(run_id=1, node_id=9, node_config={}, state=RecordDict(), run_config={})
+    body = RecordDict({RECORD_KEY: ConfigRecord({"stage": "masked_input", "payload": b"x"})})
+    message = Message(body, dst_node_id=9, message_type="train")
+    message.metadata.__dict__["_message_id"] = "m1"
+    reply = app(message, context)
+    assert reply.has_error() and "before advertise_keys" in str(reply.error.reason)
