@@ -1,0 +1,670 @@
+"""Fed+ trainers (Yu et al., "Robustness and Personalization in Federated Learning: A Unified
+Approach via Regularization"): FedAvg+, FedGeoMed+, FedCoMed+, and FedProx as a baseline.
+
+Every party k keeps a personal model wₖ = w̃ + θₖ. In round t (Fed+ Algorithm 1):
+
+1. sample m parties; party k starts from (1 − λ)·wₖ + λ·w̃ (λ = 0 by default: its own last
+   model; a party never sampled before starts from w̃);
+2. it computes its offset θₖ = prox_{Ψ/σ}(wₖ − w̃) (Fed+ eq. (11),
+   :func:`~protocols.aggregation.fedplus.fedplus_offsets`) and runs E steps of the two-step update
+   w ← κ·(w − η∇f̂ₖ(w)) + (1 − κ)·(w̃ + θₖ) with κ = 1/(1 + ση) (Fed+ eq. (9)–(10); ∇f̂ₖ a
+   minibatch gradient): a gradient step, then the proximal pull of (σ/2)‖w − w̃ − θₖ‖²;
+3. a party whose loss or model is not finite is rejected (dropped and counted, its model kept);
+4. the server computes w̃ ← w̃ + A(w₁ − w̃, …, wₘ − w̃) with A the Fed+ aggregate of the
+   regulariser (:func:`~protocols.aggregation.fedplus.fedplus_aggregate`): the mean (FedAvg+),
+   the δ-smoothed geometric median (FedGeoMed+) or coordinate-wise median (FedCoMed+), every sum
+   a secure sum.
+
+FedProx (Li et al. 2020) is the same loop with θₖ ≡ 0, λ = 1 and the mean: the two-step update
+is then its proximal local step with μ = σ. Personalised test error is each party's own test
+split under its own model (Fed+ §5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import numpy as np
+from numpy.typing import NDArray
+
+from protocols._checks import (
+    check_fraction,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_seed,
+)
+from protocols.aggregation.fedplus import Regularizer, fedplus_aggregate, fedplus_offsets
+from protocols.aggregation.secure_average import (
+    AverageSettings,
+    EffectiveWeightError,
+    ZeroWeightSumError,
+)
+from protocols.training.data import ClientData, FederatedDataset
+from protocols.training.models import (
+    MLP,
+    Classifier,
+    LinearRegression,
+    Model,
+    MultinomialLogisticRegression,
+)
+from protocols.training.trainer_results import ErrorSummary, RoundRecord
+from protocols.training.trainers import _int_seed, _rng, blas_thread_limit
+from secagg import TooFewSurvivorsError
+
+__all__ = [
+    "FEDPLUS_ALGORITHMS",
+    "FedPlusAlgorithm",
+    "FedPlusConfig",
+    "FedPlusResult",
+    "FedPlusTrainer",
+    "fedplus_local_solve",
+    "train_fedplus",
+]
+
+logger = logging.getLogger(__name__)
+
+FedPlusAlgorithm = Literal["fedavg+", "fedgeomed+", "fedcomed+", "fedprox"]
+FEDPLUS_ALGORITHMS: tuple[str, ...] = get_args(FedPlusAlgorithm)
+"""FedAvg+ (Ψ/σ = δ/2‖·‖²), FedGeoMed+ (δ‖·‖₂), FedCoMed+ (δ‖·‖₁), FedProx (θ ≡ 0, λ = 1)."""
+
+_REGULARIZERS: dict[str, Regularizer] = {
+    "fedavg+": "squared_l2",
+    "fedgeomed+": "l2",
+    "fedcomed+": "l1",
+    "fedprox": "squared_l2",
+}
+# Fed+ §5 (Li et al. benchmarks): δ = 0.001, 0.1, 0.1 for FedAvg+, FedGeoMed+, FedCoMed+.
+_DEFAULT_SMOOTHING = {"fedavg+": 0.001, "fedgeomed+": 0.1, "fedcomed+": 0.1, "fedprox": 1.0}
+_ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightError)
+# Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
+_SAMPLE, _SGD, _DROPOUT, _AGGREGATE = 11, 12, 13, 14
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class FedPlusConfig:
+    """Everything a Fed+ run depends on besides the data (frozen; validated on construction).
+
+    Parameters
+    ----------
+    algorithm
+        ``"fedavg+"``, ``"fedgeomed+"``, ``"fedcomed+"`` or ``"fedprox"``.
+    rounds, clients_per_round
+        Rounds T and parties m sampled per round (uniformly without replacement).
+    local_steps, batch_size, lr
+        E two-step updates per round on minibatches of B examples with learning rate η.
+    sigma
+        σ > 0 of the penalty (σ/2)‖wₖ − w̃ − θₖ‖²; κ = 1/(1 + ση) (FedProx: μ = σ).
+    smoothing
+        δ > 0 of the Moreau envelope (``None``: the paper's 0.001 / 0.1 / 0.1).
+    mixing
+        λ ∈ [0, 1]: a party starts from (1 − λ)wₖ + λw̃ (FedProx always uses 1).
+    aggregation_method, aggregation_iterations, aggregation_tol
+        The Fed+ aggregate's iteration (``"moreau"``: the paper's; ``"weiszfeld"``: the faster
+        majorise–minimise with the same minimiser), its most iterations after the mean, and its
+        step tolerance.
+    weighting
+        ``"uniform"`` (the paper's Mean) or ``"data"`` (weights = training-set sizes).
+    model, hidden
+        ``"auto"`` (linear regression for real targets, else multinomial logistic regression),
+        ``"logreg"``, ``"mlp"`` (ReLU, ``hidden`` units) or ``"linear"``.
+    secure, bits, update_clip
+        Every sum through SecAgg(+) (default), its ring size, and the public clip of wₖ − w̃
+        (``None``: the largest, simulator convenience).
+    dropout
+        Probability that a sampled party drops out before sending its masked input.
+    eval_every
+        Record the mean personalised test error every this many rounds (0: only at the end).
+    seed
+        Root seed: sampling, minibatches, dropouts and every secure sum derive from it.
+    blas_threads
+        BLAS threads during the run (``None``: unchanged).
+
+    Examples
+    --------
+    >>> FedPlusConfig(algorithm="fedcomed+").resolved_smoothing
+    0.1
+    >>> FedPlusConfig(sigma=0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: sigma must be positive (a finite number > 0); got 0.0
+    >>> round(FedPlusConfig(sigma=15.0, lr=0.02).kappa, 4)
+    0.7692
+    """
+
+    algorithm: FedPlusAlgorithm = "fedgeomed+"
+    rounds: int = 100
+    clients_per_round: int = 10
+    local_steps: int = 20
+    batch_size: int = 20
+    lr: float = 0.02
+    sigma: float = 15.0
+    smoothing: float | None = None
+    mixing: float = 0.0
+    aggregation_method: Literal["moreau", "weiszfeld"] = "moreau"
+    aggregation_iterations: int = 10
+    aggregation_tol: float = 1e-6
+    weighting: Literal["uniform", "data"] = "uniform"
+    model: Literal["auto", "logreg", "mlp", "linear"] = "auto"
+    hidden: int = 64
+    secure: bool = True
+    bits: int = 32
+    update_clip: float | None = None
+    dropout: float = 0.0
+    eval_every: int = 0
+    seed: int = 0
+    blas_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in FEDPLUS_ALGORITHMS:
+            raise ValueError(
+                f"algorithm must be one of {', '.join(FEDPLUS_ALGORITHMS)}; got {self.algorithm!r}"
+            )
+        ints = {
+            "rounds": 1,
+            "clients_per_round": 2,
+            "local_steps": 1,
+            "batch_size": 1,
+            "aggregation_iterations": 0,
+            "hidden": 1,
+            "eval_every": 0,
+        }
+        for name, minimum in ints.items():
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
+        for name in ("lr", "sigma"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        if self.smoothing is not None:
+            object.__setattr__(self, "smoothing", check_positive("smoothing", self.smoothing))
+        object.__setattr__(
+            self, "mixing", check_fraction("mixing", self.mixing, zero=True, one=True)
+        )
+        if self.aggregation_method not in ("moreau", "weiszfeld"):
+            raise ValueError(
+                f"aggregation_method must be 'moreau' or 'weiszfeld'; "
+                f"got {self.aggregation_method!r}"
+            )
+        object.__setattr__(
+            self, "aggregation_tol", check_nonnegative("aggregation_tol", self.aggregation_tol)
+        )
+        if self.weighting not in ("uniform", "data"):
+            raise ValueError(f"weighting must be 'uniform' or 'data'; got {self.weighting!r}")
+        if self.model not in ("auto", "logreg", "mlp", "linear"):
+            raise ValueError(f"model must be one of auto, logreg, mlp, linear; got {self.model!r}")
+        if not isinstance(self.secure, bool):
+            raise TypeError(f"secure must be a bool; got {type(self.secure).__name__}")
+        bits = check_int("bits", self.bits, minimum=8)
+        if bits > 64:
+            raise ValueError(f"bits must lie in [8, 64]; got {bits}")
+        if self.update_clip is not None:
+            object.__setattr__(self, "update_clip", check_positive("update_clip", self.update_clip))
+        object.__setattr__(
+            self, "dropout", check_fraction("dropout", self.dropout, zero=True, one=False)
+        )
+        seed = check_seed(self.seed)
+        if seed is None:
+            raise TypeError("seed must be an int: every run is reproducible from its seed")
+        if self.blas_threads is not None:
+            check_int("blas_threads", self.blas_threads, minimum=1)
+
+    @property
+    def kappa(self) -> float:
+        """κ = 1/(1 + ση) of the two-step update (Fed+ eq. (10))."""
+        return 1.0 / (1.0 + self.sigma * self.lr)
+
+    @property
+    def resolved_smoothing(self) -> float:
+        """δ: the configured one, or the paper's default for the algorithm."""
+        return self.smoothing if self.smoothing is not None else _DEFAULT_SMOOTHING[self.algorithm]
+
+    def with_changes(self, **changes: Any) -> FedPlusConfig:
+        """A validated copy with some fields changed.
+
+        Examples
+        --------
+        >>> FedPlusConfig().with_changes(rounds=3).rounds
+        3
+        """
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, eq=False)
+class FedPlusResult:
+    """The outcome of :func:`train_fedplus`.
+
+    Attributes
+    ----------
+    config, dataset, dataset_seed
+        The configuration and the dataset's name and seed.
+    history
+        One :class:`~protocols.training.trainer_results.RoundRecord` per round.
+    global_parameters
+        The final global model w̃.
+    client_ids, client_errors, errors
+        Training parties with a test split, their personalised test errors (error rate, or MSE
+        for regression) and the :class:`ErrorSummary`.
+    global_client_errors, global_errors
+        The same parties' test errors under the global model w̃.
+    curve
+        (round, mean personalised test error) every ``eval_every`` rounds and at the end.
+    num_secure_averages, num_secure_sums
+        Secure sums run (equal here: each Fed+ sum is one secure average or one per-coordinate
+        secure sum).
+    upload_bytes
+        Bytes uploaded in the secure sums (0 on the plain path).
+    payload_bytes
+        Nominal upload: every summed client's ring vector at ``bits`` bits per coordinate.
+    rounds_skipped, rejected_updates
+        Skipped rounds; party updates rejected for non-finite values.
+    wall_time, seeds
+        Seconds for the run; ``{"seed", "dataset_seed"}``.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+    >>> result = train_fedplus(FedPlusConfig(rounds=2, clients_per_round=3), data, secure=False)
+    >>> len(result.history), result.errors.num_clients, 0.0 <= result.accuracy <= 1.0
+    (2, 4, True)
+    """
+
+    config: FedPlusConfig
+    dataset: str
+    dataset_seed: int
+    history: tuple[RoundRecord, ...]
+    global_parameters: NDArray[np.float64]
+    client_ids: tuple[int, ...]
+    client_errors: NDArray[np.float64]
+    errors: ErrorSummary
+    global_client_errors: NDArray[np.float64]
+    global_errors: ErrorSummary
+    curve: tuple[tuple[int, float], ...]
+    num_secure_averages: int
+    num_secure_sums: int
+    upload_bytes: int
+    payload_bytes: int
+    rounds_skipped: int
+    rejected_updates: int
+    wall_time: float
+    seeds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        """Mean personalised test accuracy 1 − mean error (classification only)."""
+        return 1.0 - self.errors.mean
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable record (parameters left out).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
+        >>> record = train_fedplus(FedPlusConfig(rounds=1, clients_per_round=2), data,
+        ...                        secure=False).to_dict()
+        >>> record["algorithm"], sorted(record["errors"])[:2]
+        ('fedgeomed+', ['mean', 'num_clients'])
+        """
+        return {
+            "algorithm": self.config.algorithm,
+            "config": dataclasses.asdict(self.config),
+            "dataset": self.dataset,
+            "dataset_seed": self.dataset_seed,
+            "errors": dataclasses.asdict(self.errors),
+            "global_errors": dataclasses.asdict(self.global_errors),
+            "client_ids": list(self.client_ids),
+            "client_errors": [float(e) for e in self.client_errors],
+            "curve": [list(point) for point in self.curve],
+            "num_secure_averages": self.num_secure_averages,
+            "num_secure_sums": self.num_secure_sums,
+            "upload_bytes": self.upload_bytes,
+            "payload_bytes": self.payload_bytes,
+            "rounds_skipped": self.rounds_skipped,
+            "rejected_updates": self.rejected_updates,
+            "wall_time": self.wall_time,
+            "seeds": dict(self.seeds),
+            "history": [dataclasses.asdict(r) for r in self.history],
+        }
+
+
+def fedplus_local_solve(
+    model: Model,
+    client: ClientData,
+    start: NDArray[np.float64],
+    target: NDArray[np.float64],
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    kappa: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], float, bool]:
+    """E two-step updates w ← κ(w − η∇f̂(w)) + (1 − κ)·target (Fed+ eq. (9)–(10)).
+
+    Minibatches are consecutive slices of random permutations (as
+    :meth:`~protocols.training.Model.local_sgd`). The model's own parameters are left as they
+    were on entry.
+
+    Returns
+    -------
+    (parameters, first_loss, finite)
+        The new flat vector, the loss of the first minibatch, and whether all is finite.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0], [2.0]]); y = np.array([2.0, 4.0])
+    >>> client = ClientData(0, X, y, X, y)
+    >>> model = LinearRegression(1)
+    >>> w, _, ok = fedplus_local_solve(model, client, np.zeros(2), np.zeros(2), steps=3000,
+    ...                                batch_size=2, lr=0.1, kappa=1.0,
+    ...                                rng=np.random.default_rng(0))
+    >>> np.round(w, 2).tolist(), ok      # κ = 1: plain SGD to the least-squares fit
+    ([2.0, 0.0], True)
+    """
+    saved = model.get_parameters()
+    n = client.num_train
+    batch = min(batch_size, n)
+    params = start.copy()
+    order = np.empty(0, dtype=np.intp)
+    cursor = 0
+    first_loss = math.nan
+    finite = True
+    X, y = client.X_train, client.y_train
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            for step in range(steps):
+                if batch == n:
+                    xb, yb = X, y
+                else:
+                    if cursor + batch > order.size:
+                        order = rng.permutation(n)
+                        cursor = 0
+                    index = order[cursor : cursor + batch]
+                    cursor += batch
+                    xb, yb = X[index], y[index]
+                model.set_parameters(params)  # raises on a non-finite vector
+                loss, grad = model.loss_and_gradient(xb, yb)
+                if step == 0:
+                    first_loss = loss
+                params -= lr * grad
+                params *= kappa
+                params += (1.0 - kappa) * target
+        finite = bool(np.isfinite(params).all() and math.isfinite(first_loss))
+    except ValueError:
+        finite = False
+    finally:
+        model.set_parameters(saved)
+    return params, first_loss, finite
+
+
+class FedPlusTrainer:
+    """The Fed+ loop (see the module docstring): per-party personal models, global w̃.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(1, 1, num_clients=5, num_test_clients=0, seed=0)
+    >>> trainer = FedPlusTrainer(data, FedPlusConfig(clients_per_round=3, secure=False))
+    >>> record = trainer.run_round(0)
+    >>> record.sampled, record.survivors, len(trainer.personal)
+    (3, 3, 3)
+    """
+
+    def __init__(self, dataset: FederatedDataset, config: FedPlusConfig) -> None:
+        if not isinstance(config, FedPlusConfig):
+            raise TypeError(f"config must be a FedPlusConfig; got {type(config).__name__}")
+        if config.clients_per_round > len(dataset.train_clients):
+            raise ValueError(
+                f"clients_per_round = {config.clients_per_round} exceeds the "
+                f"{len(dataset.train_clients)} training clients"
+            )
+        self.dataset, self.config = dataset, config
+        self.model = self._build_model()
+        self.global_parameters = self.model.get_parameters()
+        self.personal: dict[int, NDArray[np.float64]] = {}
+        self.upload_bytes = 0
+        self.payload_bytes = 0
+
+    def _build_model(self) -> Model:
+        config, data = self.config, self.dataset
+        kind = config.model
+        if kind == "auto":
+            real = not np.issubdtype(data.train_clients[0].y_train.dtype, np.integer)
+            kind = "linear" if real or data.num_classes < 2 else "logreg"
+        if kind == "linear":
+            return LinearRegression(data.num_features)
+        if data.num_classes < 2:
+            raise ValueError(f"{data.name} has {data.num_classes} class: use model='linear'")
+        if kind == "mlp":
+            return MLP(data.num_features, config.hidden, data.num_classes, seed=config.seed)
+        return MultinomialLogisticRegression(data.num_features, data.num_classes)
+
+    def _error(self, parameters: NDArray[np.float64], client: ClientData) -> float:
+        self.model.set_parameters(parameters)
+        if isinstance(self.model, Classifier):
+            return self.model.error_rate(client.X_test, client.y_test)
+        return self.model.error(client.X_test, client.y_test)
+
+    def personal_errors(self) -> tuple[tuple[int, ...], NDArray[np.float64], NDArray[np.float64]]:
+        """(party ids, personalised errors, global-model errors) on each party's test split."""
+        clients = [c for c in self.dataset.train_clients if c.num_test > 0]
+        if not clients:
+            raise ValueError(f"{self.dataset.name} has no training client with a test split")
+        personal = np.array(
+            [
+                self._error(self.personal.get(c.client_id, self.global_parameters), c)
+                for c in clients
+            ]
+        )
+        shared = np.array([self._error(self.global_parameters, c) for c in clients])
+        self.model.set_parameters(self.global_parameters)
+        return tuple(c.client_id for c in clients), personal, shared
+
+    def run_round(self, index: int) -> RoundRecord:
+        """Run round ``index``: sample, local solves, reject, secure Fed+ aggregate, update."""
+        start_time = time.perf_counter()
+        config = self.config
+        clients = self.dataset.train_clients
+        chosen = np.sort(
+            _rng(config.seed, _SAMPLE, index).choice(
+                len(clients), size=config.clients_per_round, replace=False
+            )
+        )
+        sampled = [clients[int(i)] for i in chosen]
+        centre = self.global_parameters
+        regularizer = _REGULARIZERS[config.algorithm]
+        delta = config.resolved_smoothing
+        fedprox = config.algorithm == "fedprox"
+        mixing = 1.0 if fedprox else config.mixing
+        m, d = len(sampled), centre.size
+        new_models = np.empty((m, d))
+        losses = np.empty(m)
+        finite = np.zeros(m, dtype=bool)
+        for j, client in enumerate(sampled):
+            own = self.personal.get(client.client_id, centre)
+            offset = (
+                np.zeros(d)
+                if fedprox
+                else fedplus_offsets(own, centre, regularizer=regularizer, smoothing=delta)
+            )
+            begin = (1.0 - mixing) * own + mixing * centre
+            new_models[j], losses[j], finite[j] = fedplus_local_solve(
+                self.model,
+                client,
+                begin,
+                centre + offset,
+                steps=config.local_steps,
+                batch_size=config.batch_size,
+                lr=config.lr,
+                kappa=config.kappa,
+                rng=_rng(config.seed, _SGD, index, client.client_id),
+            )
+        rejected = int(m - finite.sum())
+        if rejected:
+            logger.info("round %d: rejected %d non-finite local model(s)", index, rejected)
+        keep = np.flatnonzero(finite)
+        for row in keep:
+            self.personal[sampled[int(row)].client_id] = new_models[row].copy()
+        sizes = np.array([sampled[int(j)].num_train for j in keep], dtype=np.float64)
+        train_loss = float(sizes @ losses[keep] / sizes.sum()) if keep.size else math.nan
+        alpha = sizes if config.weighting == "data" else np.ones(keep.size)
+        dropped = np.flatnonzero(
+            _rng(config.seed, _DROPOUT, index).random(keep.size) < config.dropout
+        )
+        dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
+        reason: str | None = None
+        survivors = sums = 0
+        if keep.size < 2:
+            reason = f"{keep.size} finite local model(s): a sum needs 2"
+        else:
+            try:
+                aggregate = fedplus_aggregate(
+                    new_models[keep] - centre,
+                    alpha,
+                    regularizer=regularizer,
+                    smoothing=delta,
+                    method=config.aggregation_method,
+                    max_iterations=config.aggregation_iterations,
+                    tol=config.aggregation_tol,
+                    secure=config.secure,
+                    settings=AverageSettings(bits=config.bits, clip=config.update_clip),
+                    seed=_int_seed(config.seed, _AGGREGATE, index),
+                    dropouts=dropouts,
+                )
+            except _ROUND_FAILURES as error:
+                reason = f"{type(error).__name__}: {error}"
+            else:
+                sums = aggregate.num_secure_sums
+                survivors = len(aggregate.survivors)
+                self.upload_bytes += aggregate.upload_bytes
+                width = 2 * d if regularizer == "l1" else d + 1
+                self.payload_bytes += sums * survivors * math.ceil(width * config.bits / 8)
+                if np.isfinite(aggregate.aggregate).all():
+                    self.global_parameters = centre + aggregate.aggregate
+                else:
+                    reason = "the released aggregate is not finite"
+        if reason is not None:
+            logger.info("round %d skipped: %s", index, reason)
+        return RoundRecord(
+            index=index,
+            sampled=m,
+            rejected=rejected,
+            dropped=int(dropped.size),
+            survivors=survivors if reason is None else 0,
+            skipped=reason is not None,
+            skip_reason=reason,
+            train_loss=train_loss,
+            secure_averages=sums,
+            secure_sums=sums,
+            threshold=None,
+            tail_clients=None,
+            empty_tail=None,
+            rho_spent=0.0,
+            seconds=time.perf_counter() - start_time,
+        )
+
+    def run(self, progress: ProgressCallback | None = None) -> FedPlusResult:
+        """Train for ``config.rounds`` rounds and evaluate (personalised and global).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> config = FedPlusConfig(algorithm="fedcomed+", rounds=2, clients_per_round=2,
+        ...                        eval_every=1)
+        >>> result = FedPlusTrainer(data, config).run()
+        >>> [r for r, _ in result.curve], result.num_secure_sums >= 2
+        ([1, 2], True)
+        """
+        config = self.config
+        start = time.perf_counter()
+        history: list[RoundRecord] = []
+        curve: list[tuple[int, float]] = []
+        with blas_thread_limit(config.blas_threads):
+            for index in range(config.rounds):
+                history.append(self.run_round(index))
+                done = index + 1
+                if config.eval_every and done % config.eval_every == 0 and done < config.rounds:
+                    curve.append((done, float(self.personal_errors()[1].mean())))
+                if progress is not None:
+                    progress(done, config.rounds)
+            ids, personal, shared = self.personal_errors()
+        curve.append((config.rounds, float(personal.mean())))
+        return FedPlusResult(
+            config=config,
+            dataset=self.dataset.name,
+            dataset_seed=self.dataset.seed,
+            history=tuple(history),
+            global_parameters=self.global_parameters.copy(),
+            client_ids=ids,
+            client_errors=personal,
+            errors=ErrorSummary.from_errors(personal),
+            global_client_errors=shared,
+            global_errors=ErrorSummary.from_errors(shared),
+            curve=tuple(curve),
+            num_secure_averages=sum(r.secure_averages for r in history),
+            num_secure_sums=sum(r.secure_sums for r in history),
+            upload_bytes=self.upload_bytes,
+            payload_bytes=self.payload_bytes,
+            rounds_skipped=sum(r.skipped for r in history),
+            rejected_updates=sum(r.rejected for r in history),
+            wall_time=time.perf_counter() - start,
+            seeds={"seed": config.seed, "dataset_seed": self.dataset.seed},
+        )
+
+
+def train_fedplus(
+    config: FedPlusConfig,
+    dataset: FederatedDataset,
+    *,
+    seed: int | None = None,
+    secure: bool | None = None,
+    progress: ProgressCallback | None = None,
+) -> FedPlusResult:
+    """Train FedAvg+, FedGeoMed+, FedCoMed+ or FedProx (``config.algorithm``) on ``dataset``.
+
+    Parameters
+    ----------
+    config
+        A :class:`FedPlusConfig`.
+    dataset
+        A :class:`~protocols.training.FederatedDataset` (classification, or real targets with
+        ``model="linear"``/``"auto"``); personalised errors are measured on the training
+        parties' own test splits.
+    seed, secure
+        Override ``config.seed`` / ``config.secure`` when given.
+    progress
+        Optional callback ``(rounds_done, rounds)``.
+
+    Returns
+    -------
+    FedPlusResult
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(1, 1, num_clients=6, num_test_clients=0, seed=0)
+    >>> config = FedPlusConfig(algorithm="fedavg+", rounds=3, clients_per_round=3, lr=0.05,
+    ...                        sigma=1.0)
+    >>> secure = train_fedplus(config, data, seed=1)
+    >>> plain = train_fedplus(config, data, seed=1, secure=False)
+    >>> bool(np.abs(secure.global_parameters - plain.global_parameters).max() < 1e-5)
+    True
+    >>> secure.num_secure_sums, plain.upload_bytes, secure.upload_bytes > 0
+    (3, 0, True)
+    """
+    changes: dict[str, Any] = {}
+    if seed is not None:
+        changes["seed"] = seed
+    if secure is not None:
+        changes["secure"] = secure
+    if changes:
+        config = config.with_changes(**changes)
+    return FedPlusTrainer(dataset, config).run(progress)
