@@ -1,0 +1,761 @@
+"""FFGB trainers (Shen et al., "Federated Functional Gradient Boosting"): FFGB, FFGB.C, FFGB.L.
+
+The model is a function f: ℝ^d → ℝ^c (logits, or regression outputs) built as an ensemble. In
+round t the server broadcasts f^t (and, for the shared-basis learner, the round's basis seed);
+each sampled client i runs K local functional steps (FFGB Algorithm 2, client procedure):
+
+    g¹ = f^t;  Δ¹ = 0
+    hᵏ = WO(Δᵏ + ∇Rᵢ[gᵏ])                  (weak-learning oracle, :mod:`weak_learners`)
+    gᵏ⁺¹ = gᵏ − ηₜₖ(hᵏ + μgᵏ)
+    Δᵏ⁺¹ = Δᵏ + ∇Rᵢ[gᵏ] − hᵏ                (the residual: error feedback)
+
+where ∇Rᵢ[g](xⱼ) = ∇₁ℓ(g(xⱼ), yⱼ) on the client's points (FFGB eq. (6); softmax(g) − onehot(y)
+for the cross entropy, g − y for the squared loss). FFGB.C (Algorithm 3) clips f^t to the
+L∞ ball of radius B, the query to G₁ and the residual to G₂; FFGB.L (Algorithm 4, squared loss)
+queries the oracle for the Lipschitz-extension target uᵢ (equal to yᵢ on the client's points)
+and steps gᵏ⁺¹ = gᵏ − ηₜₖ(gᵏ − hᵏ), with Δᵏ⁺¹ = Δᵏ + uᵢ − hᵏ. Step sizes
+ηₜₖ = η₀/((t + 1)K + k + 1)^p as in the reference code (REFERENCES §3).
+
+Every client's g^{K+1} is c·[Π_B] f^t + Σₖ aₖhᵏ with the same public scalar c (a product of
+step factors), so the server's average is f^{t+1} = c·[Π_B] f^t + average of the increments.
+With :class:`~protocols.training.weak_learners.FourierRidgeLearner` the increments are
+coefficient matrices in the round's shared basis and the average runs over the secure sum;
+with the MLP (or interpolating) learner the server must receive each client's networks, which
+is NOT compatible with secure aggregation (``secure=True`` raises).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from protocols._checks import (
+    check_fraction,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_seed,
+)
+from protocols.aggregation.secure_average import (
+    EffectiveWeightError,
+    ZeroWeightSumError,
+    secure_weighted_average,
+)
+from protocols.training.data import ClientData, FederatedDataset
+from protocols.training.trainer_results import ErrorSummary, RoundRecord
+from protocols.training.trainers import _int_seed, _rng, blas_thread_limit
+from protocols.training.weak_learners import (
+    FourierRidgeLearner,
+    MLPRegressorLearner,
+    WeakLearner,
+)
+from secagg import TooFewSurvivorsError
+
+__all__ = [
+    "FFGB_VARIANTS",
+    "FFGBConfig",
+    "FFGBResult",
+    "FFGBTrainer",
+    "FFGBVariant",
+    "FunctionalModel",
+    "train_ffgb",
+]
+
+logger = logging.getLogger(__name__)
+
+FFGBVariant = Literal["ffgb", "ffgb-c", "ffgb-l"]
+FFGB_VARIANTS: tuple[str, ...] = get_args(FFGBVariant)
+"""FFGB (Algorithm 2), FFGB.C (clipping, Algorithm 3), FFGB.L (squared loss, Algorithm 4)."""
+
+ProgressCallback = Callable[[int, int], None]
+_ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightError)
+# Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
+_SAMPLE, _ORACLE, _DROPOUT, _AGGREGATE, _BASIS = 21, 22, 23, 24, 25
+
+
+@dataclass(frozen=True, slots=True)
+class FFGBConfig:
+    """Everything an FFGB run depends on besides the data (frozen; validated on construction).
+
+    Parameters
+    ----------
+    variant
+        ``"ffgb"``, ``"ffgb-c"`` or ``"ffgb-l"``.
+    rounds, clients_per_round
+        Rounds T and clients m sampled per round.
+    local_steps
+        K functional steps per round.
+    step_size, step_power
+        η₀ and p of ηₜₖ = η₀/((t + 1)K + k + 1)^p (p = 0: constant steps).
+    mu
+        Tikhonov regularisation μ ≥ 0 (FFGB eq. (3)); unused by FFGB.L.
+    residual
+        ``"round"`` (Algorithm 2: Δ starts at 0 every round), ``"persistent"`` (each client
+        keeps its Δ across rounds) or ``"none"`` (no error feedback: an ablation).
+    learner
+        ``"fourier"`` (shared random Fourier basis + ridge: secure-aggregation compatible) or
+        ``"mlp"`` (a small MLP per step: not compatible, requires ``secure=False``).
+    num_features, bandwidth, ridge
+        The Fourier learner's D, kernel bandwidth ℓ (``None``: ½√d) and ridge λ.
+    mlp_hidden, mlp_steps, mlp_lr
+        The MLP learner's width, Adam steps and step size.
+    function_clip, query_clip, residual_clip
+        FFGB.C's B, G₁ and G₂ (our defaults; the paper's constants depend on unknowns).
+    weighting
+        ``"data"`` (clients weighted by training-set size) or ``"uniform"``.
+    secure, bits
+        Average the shared-basis increments through SecAgg(+) (default) with this ring size.
+    dropout
+        Probability that a sampled client drops out before sending its masked input.
+    evaluation
+        ``"auto"`` (unseen test clients if the dataset has them and is not Synthetic, else the
+        training clients' held-out splits), ``"heldout"`` or ``"test_clients"``.
+    eval_every
+        Record the test error every this many rounds (0: only at the end).
+    seed, blas_threads
+        Root seed; BLAS threads during the run.
+
+    Examples
+    --------
+    >>> FFGBConfig(variant="ffgb-c").function_clip
+    10.0
+    >>> FFGBConfig(learner="mlp")
+    Traceback (most recent call last):
+    ...
+    ValueError: the MLP learner is not compatible with secure aggregation (the server must see \
+each client's networks): set secure=False
+    """
+
+    variant: FFGBVariant = "ffgb"
+    rounds: int = 20
+    clients_per_round: int = 10
+    local_steps: int = 5
+    step_size: float = 1.0
+    step_power: float = 0.0
+    mu: float = 0.0
+    residual: Literal["round", "persistent", "none"] = "round"
+    learner: Literal["fourier", "mlp"] = "fourier"
+    num_features: int = 256
+    bandwidth: float | None = None
+    ridge: float = 1e-3
+    mlp_hidden: int = 32
+    mlp_steps: int = 100
+    mlp_lr: float = 0.01
+    function_clip: float = 10.0
+    query_clip: float = 2.0
+    residual_clip: float = 4.0
+    weighting: Literal["data", "uniform"] = "data"
+    secure: bool = True
+    bits: int = 32
+    dropout: float = 0.0
+    evaluation: Literal["auto", "heldout", "test_clients"] = "auto"
+    eval_every: int = 1
+    seed: int = 0
+    blas_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        if self.variant not in FFGB_VARIANTS:
+            raise ValueError(
+                f"variant must be one of {', '.join(FFGB_VARIANTS)}; got {self.variant!r}"
+            )
+        ints = {
+            "rounds": 1,
+            "clients_per_round": 2,
+            "local_steps": 1,
+            "num_features": 1,
+            "mlp_hidden": 1,
+            "mlp_steps": 1,
+            "eval_every": 0,
+        }
+        for name, minimum in ints.items():
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
+        for name in ("step_size", "ridge", "mlp_lr", "function_clip", "query_clip"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        object.__setattr__(
+            self, "residual_clip", check_positive("residual_clip", self.residual_clip)
+        )
+        object.__setattr__(self, "step_power", check_nonnegative("step_power", self.step_power))
+        object.__setattr__(self, "mu", check_nonnegative("mu", self.mu))
+        if self.bandwidth is not None:
+            object.__setattr__(self, "bandwidth", check_positive("bandwidth", self.bandwidth))
+        if self.residual not in ("round", "persistent", "none"):
+            raise ValueError(
+                f"residual must be 'round', 'persistent' or 'none'; got {self.residual!r}"
+            )
+        if self.learner not in ("fourier", "mlp"):
+            raise ValueError(f"learner must be 'fourier' or 'mlp'; got {self.learner!r}")
+        if self.weighting not in ("data", "uniform"):
+            raise ValueError(f"weighting must be 'data' or 'uniform'; got {self.weighting!r}")
+        if self.evaluation not in ("auto", "heldout", "test_clients"):
+            raise ValueError(
+                f"evaluation must be auto, heldout or test_clients; got {self.evaluation!r}"
+            )
+        if not isinstance(self.secure, bool):
+            raise TypeError(f"secure must be a bool; got {type(self.secure).__name__}")
+        if self.secure and self.learner == "mlp":
+            raise ValueError(
+                "the MLP learner is not compatible with secure aggregation (the server must see "
+                "each client's networks): set secure=False"
+            )
+        bits = check_int("bits", self.bits, minimum=8)
+        if bits > 64:
+            raise ValueError(f"bits must lie in [8, 64]; got {bits}")
+        object.__setattr__(
+            self, "dropout", check_fraction("dropout", self.dropout, zero=True, one=False)
+        )
+        if check_seed(self.seed) is None:
+            raise TypeError("seed must be an int: every run is reproducible from its seed")
+        if self.blas_threads is not None:
+            check_int("blas_threads", self.blas_threads, minimum=1)
+
+    def step(self, round_index: int, local_index: int) -> float:
+        """ηₜₖ = η₀/((t + 1)K + k + 1)^p (reference code's schedule, REFERENCES §3).
+
+        Examples
+        --------
+        >>> FFGBConfig(step_size=2.0, step_power=1.0, local_steps=3).step(0, 0)
+        0.5
+        """
+        position = (round_index + 1) * self.local_steps + local_index + 1
+        return float(self.step_size / position**self.step_power)
+
+    def with_changes(self, **changes: Any) -> FFGBConfig:
+        """A validated copy with some fields changed.
+
+        Examples
+        --------
+        >>> FFGBConfig().with_changes(rounds=3).rounds
+        3
+        """
+        return dataclasses.replace(self, **changes)
+
+
+class FunctionalModel:
+    """f^t as the chain f^{s+1} = cₛ·[Π_Bₛ] f^s + incrementₛ from f⁰ = 0.
+
+    Examples
+    --------
+    >>> from protocols.training.weak_learners import InterpolatingLearner
+    >>> learner = InterpolatingLearner()
+    >>> X = np.array([[0.0], [1.0]])
+    >>> _, h = learner.fit(X, np.array([[1.0], [2.0]]), rng=np.random.default_rng(0))
+    >>> model = FunctionalModel(learner, num_outputs=1)
+    >>> model.append(0.5, None, learner.combine([(2.0, h)]))
+    >>> model.append(0.5, 1.5, learner.combine([(1.0, h)]))
+    >>> model(X).ravel().tolist()           # 0.5·clip(2·q, 1.5) + q
+    [1.75, 2.75]
+    """
+
+    def __init__(self, learner: WeakLearner, num_outputs: int) -> None:
+        self.learner = learner
+        self.num_outputs = num_outputs
+        self.stages: list[tuple[float, float | None, Any]] = []
+
+    def append(self, decay: float, clip: float | None, increment: Any) -> None:
+        """Add one round's stage."""
+        self.stages.append((decay, clip, increment))
+
+    def apply_stage(
+        self, values: NDArray[np.float64], stage: tuple[float, float | None, Any], X: ArrayLike
+    ) -> NDArray[np.float64]:
+        """One stage on cached values of the previous function at ``X``."""
+        decay, clip, increment = stage
+        previous = values if clip is None else np.clip(values, -clip, clip)
+        result: NDArray[np.float64] = decay * previous + self.learner.evaluate_combined(
+            increment, X
+        )
+        return result
+
+    def __call__(self, X: ArrayLike) -> NDArray[np.float64]:
+        """f(X), shape (M, c)."""
+        points = np.asarray(X, dtype=np.float64)
+        values = np.zeros((points.shape[0], self.num_outputs))
+        for stage in self.stages:
+            values = self.apply_stage(values, stage, points)
+        return values
+
+
+@dataclass(frozen=True, eq=False)
+class FFGBResult:
+    """The outcome of :func:`train_ffgb`.
+
+    Attributes
+    ----------
+    config, dataset, dataset_seed, evaluation
+        The configuration, the dataset's name and seed, and where errors were measured.
+    history
+        One :class:`~protocols.training.trainer_results.RoundRecord` per round.
+    model
+        The trained :class:`FunctionalModel`.
+    client_ids, client_errors, errors
+        Evaluation clients, their test error (error rate; MSE for regression) and summary.
+    curve
+        (round, mean test error, cumulative payload bytes) every ``eval_every`` rounds and at
+        the end.
+    num_secure_averages
+        Secure averages run (one per completed round with the Fourier learner; 0 otherwise).
+    upload_bytes
+        Bytes uploaded in secure sums (0 on the plain path).
+    payload_bytes
+        Nominal upload: each summed client's increment at ``bits`` bits per real (Fourier) or
+        64 bits per real (networks sent in the clear).
+    secure_aggregation_compatible
+        Whether the learner's increments can be averaged by a secure sum.
+    rounds_skipped, rejected_updates, wall_time, seeds
+        As in :class:`~protocols.training.TrainingResult`.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+    >>> result = train_ffgb(FFGBConfig(rounds=2, clients_per_round=3, num_features=32), data)
+    >>> len(result.history), result.num_secure_averages, result.secure_aggregation_compatible
+    (2, 2, True)
+    """
+
+    config: FFGBConfig
+    dataset: str
+    dataset_seed: int
+    evaluation: str
+    history: tuple[RoundRecord, ...]
+    model: FunctionalModel
+    client_ids: tuple[int, ...]
+    client_errors: NDArray[np.float64]
+    errors: ErrorSummary
+    curve: tuple[tuple[int, float, int], ...]
+    num_secure_averages: int
+    upload_bytes: int
+    payload_bytes: int
+    secure_aggregation_compatible: bool
+    rounds_skipped: int
+    rejected_updates: int
+    wall_time: float
+    seeds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        """Mean test accuracy over the evaluation clients (classification)."""
+        return 1.0 - self.errors.mean
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable record (the model left out).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
+        >>> record = train_ffgb(FFGBConfig(rounds=1, clients_per_round=2, num_features=8),
+        ...                     data, secure=False).to_dict()
+        >>> record["variant"], record["secure_aggregation_compatible"]
+        ('ffgb', True)
+        """
+        return {
+            "variant": self.config.variant,
+            "config": dataclasses.asdict(self.config),
+            "dataset": self.dataset,
+            "dataset_seed": self.dataset_seed,
+            "evaluation": self.evaluation,
+            "errors": dataclasses.asdict(self.errors),
+            "client_ids": list(self.client_ids),
+            "client_errors": [float(e) for e in self.client_errors],
+            "curve": [list(point) for point in self.curve],
+            "num_secure_averages": self.num_secure_averages,
+            "upload_bytes": self.upload_bytes,
+            "payload_bytes": self.payload_bytes,
+            "secure_aggregation_compatible": self.secure_aggregation_compatible,
+            "rounds_skipped": self.rounds_skipped,
+            "rejected_updates": self.rejected_updates,
+            "wall_time": self.wall_time,
+            "seeds": dict(self.seeds),
+            "history": [dataclasses.asdict(r) for r in self.history],
+        }
+
+
+def _softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
+    shifted: NDArray[np.float64] = logits - logits.max(axis=1, keepdims=True)
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=1, keepdims=True)
+    return shifted
+
+
+class FFGBTrainer:
+    """The FFGB loop (see the module docstring).
+
+    Parameters
+    ----------
+    dataset, config
+        The data and an :class:`FFGBConfig`.
+    learner
+        A custom :class:`~protocols.training.weak_learners.WeakLearner` (``None``: the one
+        ``config.learner`` names). A learner without a shared basis needs ``secure=False``.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(1, 1, num_clients=5, num_test_clients=0, seed=0)
+    >>> trainer = FFGBTrainer(data, FFGBConfig(clients_per_round=3, num_features=16,
+    ...                                        secure=False))
+    >>> record = trainer.run_round(0)
+    >>> record.sampled, record.survivors, len(trainer.model.stages)
+    (3, 3, 1)
+    """
+
+    def __init__(
+        self, dataset: FederatedDataset, config: FFGBConfig, learner: WeakLearner | None = None
+    ) -> None:
+        if not isinstance(config, FFGBConfig):
+            raise TypeError(f"config must be an FFGBConfig; got {type(config).__name__}")
+        if config.clients_per_round > len(dataset.train_clients):
+            raise ValueError(
+                f"clients_per_round = {config.clients_per_round} exceeds the "
+                f"{len(dataset.train_clients)} training clients"
+            )
+        self.dataset, self.config = dataset, config
+        if learner is None:
+            if config.learner == "mlp":
+                learner = MLPRegressorLearner(config.mlp_hidden, config.mlp_steps, config.mlp_lr)
+            else:
+                bandwidth = config.bandwidth or 0.5 * math.sqrt(dataset.num_features)
+                learner = FourierRidgeLearner(config.num_features, bandwidth, config.ridge)
+        if config.secure and not learner.shared_basis:
+            raise ValueError(
+                f"{type(learner).__name__} has no shared basis: it is not compatible with secure "
+                "aggregation; set secure=False"
+            )
+        self.learner = learner
+        first = dataset.train_clients[0].y_train
+        self.classification = bool(np.issubdtype(first.dtype, np.integer))
+        self.num_outputs = dataset.num_classes if self.classification else 1
+        self.model = FunctionalModel(learner, self.num_outputs)
+        self.evaluation = self._resolve_evaluation()
+        self.evaluation_clients = self._evaluation_clients()
+        self._train_values = {
+            c.client_id: np.zeros((c.num_train, self.num_outputs)) for c in dataset.train_clients
+        }
+        self._test_values = {
+            c.client_id: np.zeros((c.num_test, self.num_outputs)) for c in self.evaluation_clients
+        }
+        self._residuals: dict[int, NDArray[np.float64]] = {}
+        self.upload_bytes = 0
+        self.payload_bytes = 0
+
+    def _resolve_evaluation(self) -> str:
+        choice = self.config.evaluation
+        if choice == "auto":
+            unseen = not self.dataset.name.startswith("synthetic") and self.dataset.test_clients
+            return "test_clients" if unseen else "heldout"
+        return choice
+
+    def _evaluation_clients(self) -> tuple[ClientData, ...]:
+        pool = (
+            self.dataset.test_clients
+            if self.evaluation == "test_clients"
+            else self.dataset.train_clients
+        )
+        clients = tuple(c for c in pool if c.num_test > 0)
+        if not clients:
+            raise ValueError(
+                f"{self.dataset.name} has no client to evaluate on ({self.evaluation})"
+            )
+        return clients
+
+    def _targets(self, y: NDArray[Any]) -> NDArray[np.float64]:
+        if self.classification:
+            onehot = np.zeros((y.shape[0], self.num_outputs))
+            onehot[np.arange(y.shape[0]), y.astype(np.intp)] = 1.0
+            return onehot
+        return np.asarray(y, dtype=np.float64)[:, None]
+
+    def _loss_gradient(
+        self, values: NDArray[np.float64], targets: NDArray[np.float64]
+    ) -> tuple[float, NDArray[np.float64]]:
+        """(mean loss, ∇₁ℓ at each point): FFGB eq. (6) on the empirical measure."""
+        if self.classification and self.config.variant != "ffgb-l":
+            probabilities = _softmax(values)
+            picked = np.maximum((probabilities * targets).sum(axis=1), 1e-300)
+            return float(-np.log(picked).mean()), probabilities - targets
+        difference = values - targets
+        return 0.5 * float((difference * difference).sum(axis=1).mean()), difference
+
+    def client_round(self, client: ClientData, round_index: int) -> tuple[Any, float, float, bool]:
+        """Client i's K functional steps: (increment, decay c, loss at f^t, finite).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
+        >>> trainer = FFGBTrainer(data, FFGBConfig(clients_per_round=2, num_features=8,
+        ...                                        local_steps=3, step_size=0.5, secure=False))
+        >>> trainer.learner.begin_round(1)
+        >>> _, decay, loss, ok = trainer.client_round(data.train_clients[0], 0)
+        >>> decay, round(loss, 4), ok             # μ = 0: no decay; log 10 at f = 0
+        (1.0, 2.3026, True)
+        """
+        config = self.config
+        rng = _rng(config.seed, _ORACLE, round_index, client.client_id)
+        values = self._train_values[client.client_id].copy()
+        clipping = config.variant == "ffgb-c"
+        lipschitz = config.variant == "ffgb-l"
+        if clipping:
+            np.clip(values, -config.function_clip, config.function_clip, out=values)
+        targets = self._targets(client.y_train)
+        residual = (
+            self._residuals.get(client.client_id, np.zeros_like(values))
+            if config.residual == "persistent"
+            else np.zeros_like(values)
+        )
+        terms: list[tuple[float, Any]] = []
+        decay = 1.0
+        first_loss = math.nan
+        with np.errstate(over="ignore", invalid="ignore"):
+            try:
+                for k in range(config.local_steps):
+                    eta = config.step(round_index, k)
+                    loss, gradient = self._loss_gradient(values, targets)
+                    if k == 0:
+                        first_loss = loss
+                    # FFGB.L queries the oracle for uᵢ (= yᵢ on the data), Algorithm 4.
+                    signal = targets if lipschitz else gradient
+                    query = residual + signal
+                    if clipping:
+                        np.clip(query, -config.query_clip, config.query_clip, out=query)
+                    fitted, function = self.learner.fit(client.X_train, query, rng=rng)
+                    if lipschitz:  # g ← g − η(g − h)  (Algorithm 4, line 5)
+                        factor, coefficient = 1.0 - eta, eta
+                    else:  # g ← g − η(h + μg)  (Algorithm 2, line 5)
+                        factor, coefficient = 1.0 - eta * config.mu, -eta
+                    values *= factor
+                    values += coefficient * fitted
+                    terms = [(c * factor, h) for c, h in terms]
+                    terms.append((coefficient, function))
+                    decay *= factor
+                    if config.residual != "none":  # Δ ← Δ + signal − h (line 6)
+                        residual = residual + signal - fitted
+                        if clipping:
+                            np.clip(
+                                residual, -config.residual_clip, config.residual_clip, out=residual
+                            )
+            except ValueError:  # the oracle refuses a non-finite query
+                return None, decay, first_loss, False
+        finite = bool(np.isfinite(values).all() and math.isfinite(first_loss))
+        if finite and config.residual == "persistent":
+            self._residuals[client.client_id] = residual
+        return self.learner.combine(terms), decay, first_loss, finite
+
+    def _advance(self, decay: float, increment: Any) -> None:
+        """f^{t+1} = c·[Π_B] f^t + increment, on the stored function and every cached value."""
+        clip = self.config.function_clip if self.config.variant == "ffgb-c" else None
+        stage = (decay, clip, increment)
+        self.model.append(*stage)
+        for client in self.dataset.train_clients:
+            cid = client.client_id
+            self._train_values[cid] = self.model.apply_stage(
+                self._train_values[cid], stage, client.X_train
+            )
+        for client in self.evaluation_clients:
+            cid = client.client_id
+            self._test_values[cid] = self.model.apply_stage(
+                self._test_values[cid], stage, client.X_test
+            )
+
+    def client_errors(self) -> NDArray[np.float64]:
+        """Test error of f^t on each evaluation client (error rate; MSE for regression)."""
+        errors = []
+        for client in self.evaluation_clients:
+            values = self._test_values[client.client_id]
+            if self.classification:
+                errors.append(float((values.argmax(axis=1) != client.y_test).mean()))
+            else:
+                errors.append(float(((values[:, 0] - client.y_test) ** 2).mean()))
+        return np.array(errors)
+
+    def run_round(self, index: int) -> RoundRecord:
+        """Run round ``index``: broadcast, K local steps per client, secure average, advance."""
+        start = time.perf_counter()
+        config = self.config
+        self.learner.begin_round(_int_seed(config.seed, _BASIS, index) % (1 << 63))
+        clients = self.dataset.train_clients
+        chosen = np.sort(
+            _rng(config.seed, _SAMPLE, index).choice(
+                len(clients), size=config.clients_per_round, replace=False
+            )
+        )
+        sampled = [clients[int(i)] for i in chosen]
+        increments, losses, sizes, decays = [], [], [], []
+        rejected = 0
+        for client in sampled:
+            increment, decay, loss, finite = self.client_round(client, index)
+            if not finite:
+                rejected += 1
+                continue
+            increments.append(increment)
+            losses.append(loss)
+            sizes.append(float(client.num_train))
+            decays.append(decay)
+        if rejected:
+            logger.info("round %d: rejected %d non-finite client function(s)", index, rejected)
+        alpha = np.array(sizes) if config.weighting == "data" else np.ones(len(sizes))
+        train_loss = float(np.dot(sizes, losses) / sum(sizes)) if sizes else math.nan
+        dropped = np.flatnonzero(
+            _rng(config.seed, _DROPOUT, index).random(len(increments)) < config.dropout
+        )
+        reason: str | None = None
+        survivors = averages = 0
+        if len(increments) < 2:
+            reason = f"{len(increments)} finite client function(s): an average needs 2"
+        elif self.learner.shared_basis:
+            vectors = np.array([self.learner.to_vector(inc) for inc in increments])
+            try:
+                result = secure_weighted_average(
+                    vectors,
+                    alpha,
+                    bits=config.bits,
+                    seed=_int_seed(config.seed, _AGGREGATE, index),
+                    dropouts={"masked_input": [int(j) for j in dropped]} if dropped.size else None,
+                    secure=config.secure,
+                )
+            except _ROUND_FAILURES as error:
+                reason = f"{type(error).__name__}: {error}"
+            else:
+                averages, survivors = 1, len(result.survivors)
+                if result.secure_sum is not None:
+                    self.upload_bytes += sum(result.secure_sum.upload_bytes.values())
+                width = vectors.shape[1] + 1
+                self.payload_bytes += survivors * math.ceil(width * config.bits / 8)
+                average = self.learner.from_vector(result.average)
+        else:
+            keep = [j for j in range(len(increments)) if j not in set(dropped.tolist())]
+            if len(keep) < 2:
+                reason = f"{len(keep)} client(s) left after dropouts"
+            else:
+                survivors = len(keep)
+                for j in keep:
+                    self.payload_bytes += 8 * self.learner.num_values(increments[j])
+                average = self.learner.average([increments[j] for j in keep], alpha[keep])
+        if reason is None:
+            # The decay c is a public function of the step sizes: equal for every client.
+            self._advance(decays[0], average)
+        else:
+            logger.info("round %d skipped: %s", index, reason)
+        return RoundRecord(
+            index=index,
+            sampled=len(sampled),
+            rejected=rejected,
+            dropped=int(dropped.size),
+            survivors=survivors if reason is None else 0,
+            skipped=reason is not None,
+            skip_reason=reason,
+            train_loss=train_loss,
+            secure_averages=averages,
+            secure_sums=averages,
+            threshold=None,
+            tail_clients=None,
+            empty_tail=None,
+            rho_spent=0.0,
+            seconds=time.perf_counter() - start,
+        )
+
+    def run(self, progress: ProgressCallback | None = None) -> FFGBResult:
+        """Train for ``config.rounds`` rounds and evaluate.
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> config = FFGBConfig(rounds=2, clients_per_round=2, num_features=16, eval_every=1)
+        >>> result = FFGBTrainer(data, config).run()
+        >>> [point[0] for point in result.curve], result.payload_bytes > 0
+        ([1, 2], True)
+        """
+        config = self.config
+        start = time.perf_counter()
+        history: list[RoundRecord] = []
+        curve: list[tuple[int, float, int]] = []
+        with blas_thread_limit(config.blas_threads):
+            for index in range(config.rounds):
+                history.append(self.run_round(index))
+                done = index + 1
+                if config.eval_every and done % config.eval_every == 0 and done < config.rounds:
+                    curve.append((done, float(self.client_errors().mean()), self.payload_bytes))
+                if progress is not None:
+                    progress(done, config.rounds)
+            errors = self.client_errors()
+        curve.append((config.rounds, float(errors.mean()), self.payload_bytes))
+        return FFGBResult(
+            config=config,
+            dataset=self.dataset.name,
+            dataset_seed=self.dataset.seed,
+            evaluation=self.evaluation,
+            history=tuple(history),
+            model=self.model,
+            client_ids=tuple(c.client_id for c in self.evaluation_clients),
+            client_errors=errors,
+            errors=ErrorSummary.from_errors(errors),
+            curve=tuple(curve),
+            num_secure_averages=sum(r.secure_averages for r in history),
+            upload_bytes=self.upload_bytes,
+            payload_bytes=self.payload_bytes,
+            secure_aggregation_compatible=self.learner.shared_basis,
+            rounds_skipped=sum(r.skipped for r in history),
+            rejected_updates=sum(r.rejected for r in history),
+            wall_time=time.perf_counter() - start,
+            seeds={"seed": config.seed, "dataset_seed": self.dataset.seed},
+        )
+
+
+def train_ffgb(
+    config: FFGBConfig,
+    dataset: FederatedDataset,
+    *,
+    seed: int | None = None,
+    secure: bool | None = None,
+    progress: ProgressCallback | None = None,
+    learner: WeakLearner | None = None,
+) -> FFGBResult:
+    """Train FFGB, FFGB.C or FFGB.L (``config.variant``) on ``dataset``.
+
+    Parameters
+    ----------
+    config
+        An :class:`FFGBConfig`.
+    dataset
+        A :class:`~protocols.training.FederatedDataset` (classes: cross entropy, or the squared
+        loss on one-hot targets for FFGB.L; real targets: the squared loss).
+    seed, secure
+        Override ``config.seed`` / ``config.secure`` when given.
+    progress
+        Optional callback ``(rounds_done, rounds)``.
+    learner
+        A custom weak learner (see :class:`FFGBTrainer`).
+
+    Returns
+    -------
+    FFGBResult
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> data = synthetic(0.5, 0.5, num_clients=6, num_test_clients=0, seed=0)
+    >>> config = FFGBConfig(rounds=3, clients_per_round=3, num_features=64)
+    >>> secure = train_ffgb(config, data, seed=1)
+    >>> plain = train_ffgb(config, data, seed=1, secure=False)
+    >>> X = data.train_clients[0].X_test
+    >>> bool(np.abs(secure.model(X) - plain.model(X)).max() < 1e-4), secure.upload_bytes > 0
+    (True, True)
+    """
+    changes: dict[str, Any] = {}
+    if seed is not None:
+        changes["seed"] = seed
+    if secure is not None:
+        changes["secure"] = secure
+    if changes:
+        config = config.with_changes(**changes)
+    return FFGBTrainer(dataset, config, learner).run(progress)
