@@ -478,6 +478,7 @@ def run_secure_sum(
     message_type: str = "train",
     group_id: str = "",
     seed: int | None = None,
+    on_phase: Callable[[str, int], None] | None = None,
 ) -> GridSumResult:
     """Securely sum the train replies of Flower nodes running :func:`secagg_mod`.
 
@@ -505,6 +506,8 @@ def run_secure_sum(
         Flower message type (routes to the ClientApp's train function) and group (the round).
     seed
         Reproducible round nonce (tests); ``None`` draws it from the operating system.
+    on_phase
+        Called as ``on_phase(phase, number_of_messages)`` when a phase's messages go out.
 
     Returns
     -------
@@ -575,6 +578,8 @@ def run_secure_sum(
     ]
     for stage, state in zip(PHASES, _STATES, strict=True):
         start = time.perf_counter()
+        if on_phase is not None:
+            on_phase(stage, len(outgoing))
         replies = list(grid.send_and_receive(outgoing, timeout=timeout)) if outgoing else []
         produced: list[SecAggMessage] = []
         for reply in replies:

@@ -8,6 +8,7 @@ phase they missed; the round completes while enough survive.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Settings:
     wait_for_nodes: float = 60.0
     seed: int | None = None
     data_seed: int = 0
+    results_file: str = ""
 
 
 @dataclass
@@ -67,7 +69,15 @@ def settings_from(run_config: dict[str, Any]) -> Settings:
         wait_for_nodes=float(run_config.get("wait-for-nodes", 60.0)),
         seed=None if seed < 0 else seed,
         data_seed=int(run_config.get("data-seed", 0)),
+        results_file=str(run_config.get("results-file", "")),
     )
+
+
+def report(settings: Settings, event: dict[str, Any]) -> None:
+    """Append one JSON line to the results file (how a launcher follows a deployed run)."""
+    if settings.results_file:
+        with open(settings.results_file, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
 
 
 def wait_for_nodes(grid: Grid, count: int, deadline: float) -> list[int]:
@@ -100,6 +110,7 @@ def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
     """The training loop (used by the ServerApp and by tests)."""
     nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
     record.partitions = ask_partitions(grid, nodes, settings.timeout)
+    report(settings, {"event": "nodes", "partitions": sorted(record.partitions.values())})
     model = initial_model()
     encoding = SumEncoding(
         clip=settings.clip, weight_key="num-examples", weight_cap=settings.weight_cap
@@ -122,6 +133,9 @@ def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
             timeout=settings.timeout,
             group_id=str(server_round),
             seed=None if settings.seed is None else settings.seed + server_round,
+            on_phase=lambda phase, count, r=server_round: report(
+                settings, {"event": "phase", "round": r, "phase": phase, "messages": count}
+            ),
         )
         record.models.append(model)
         record.results.append(result)
@@ -131,6 +145,22 @@ def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
             part.reshape(a.shape) for part, a in zip(np.split(flat, sizes), model, strict=True)
         ]
         record.round_seconds.append(time.perf_counter() - start)
+        part = record.partitions
+        report(
+            settings,
+            {
+                "event": "round",
+                "round": server_round,
+                "model": [a.tolist() for a in record.models[-1]],
+                "average": flat.tolist(),
+                "weight_total": result.weight_total,
+                "scale": result.encoding.scale,
+                "survivors": sorted(part.get(n, -1) for n in result.survivors),
+                "dropped": {str(part.get(n, -1)): ph for n, ph in result.dropped.items()},
+                "seconds": record.round_seconds[-1],
+                "phase_seconds": result.seconds,
+            },
+        )
         record.losses.append(
             loss(model, range(max(record.partitions.values(), default=0) + 1), settings.data_seed)
         )
@@ -159,7 +189,13 @@ def make_server_app(settings: Settings | None = None, record: RunRecord | None =
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        run_rounds(grid, settings or settings_from(dict(context.run_config)), sink)
+        chosen = settings or settings_from(dict(context.run_config))
+        try:
+            run_rounds(grid, chosen, sink)
+        except Exception as exc:
+            report(chosen, {"event": "error", "message": f"{type(exc).__name__}: {exc}"})
+            raise
+        report(chosen, {"event": "done", "losses": sink.losses})
 
     return app
 
