@@ -16,8 +16,10 @@ Every party k keeps a personal model wₖ = w̃ + θₖ. In round t (Fed+ Algori
    a secure sum.
 
 FedProx (Li et al. 2020) is the same loop with θₖ ≡ 0, λ = 1 and the mean: the two-step update
-is then its proximal local step with μ = σ. Personalised test error is each party's own test
-split under its own model (Fed+ §5).
+is then its proximal local step with μ = σ; FedAvg also has κ = 1 (plain local SGD) and RFA
+replaces the mean by the smoothed geometric median. Personalised test error is each party's own
+test split under its own model for the Fed+ variants, under the global model for the baselines
+(Fed+ §5).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from secagg import TooFewSurvivorsError
 
 __all__ = [
     "FEDPLUS_ALGORITHMS",
+    "PERSONALISED",
     "FedPlusAlgorithm",
     "FedPlusConfig",
     "FedPlusResult",
@@ -70,18 +73,33 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FedPlusAlgorithm = Literal["fedavg+", "fedgeomed+", "fedcomed+", "fedprox"]
+FedPlusAlgorithm = Literal["fedavg+", "fedgeomed+", "fedcomed+", "fedprox", "fedavg", "rfa"]
 FEDPLUS_ALGORITHMS: tuple[str, ...] = get_args(FedPlusAlgorithm)
-"""FedAvg+ (Ψ/σ = δ/2‖·‖²), FedGeoMed+ (δ‖·‖₂), FedCoMed+ (δ‖·‖₁), FedProx (θ ≡ 0, λ = 1)."""
+"""FedAvg+ (Ψ/σ = δ/2‖·‖²), FedGeoMed+ (δ‖·‖₂), FedCoMed+ (δ‖·‖₁); the non-personalised
+baselines FedProx (θ ≡ 0, λ = 1), FedAvg (also κ = 1) and RFA (κ = 1, geometric median by
+smoothed Weiszfeld with ν = δ), on the same local solver and data."""
+
+PERSONALISED: frozenset[str] = frozenset({"fedavg+", "fedgeomed+", "fedcomed+"})
+"""Algorithms whose parties are evaluated with their own models (the others: the global one)."""
 
 _REGULARIZERS: dict[str, Regularizer] = {
     "fedavg+": "squared_l2",
     "fedgeomed+": "l2",
     "fedcomed+": "l1",
     "fedprox": "squared_l2",
+    "fedavg": "squared_l2",
+    "rfa": "l2",
 }
-# Fed+ §5 (Li et al. benchmarks): δ = 0.001, 0.1, 0.1 for FedAvg+, FedGeoMed+, FedCoMed+.
-_DEFAULT_SMOOTHING = {"fedavg+": 0.001, "fedgeomed+": 0.1, "fedcomed+": 0.1, "fedprox": 1.0}
+# Fed+ §5 (Li et al. benchmarks): δ = 0.001, 0.1, 0.1 for FedAvg+, FedGeoMed+, FedCoMed+;
+# RFA's ν = 1e-6 (REFERENCES §3).
+_DEFAULT_SMOOTHING = {
+    "fedavg+": 0.001,
+    "fedgeomed+": 0.1,
+    "fedcomed+": 0.1,
+    "fedprox": 1.0,
+    "fedavg": 1.0,
+    "rfa": 1e-6,
+}
 _ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightError)
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _SGD, _DROPOUT, _AGGREGATE = 11, 12, 13, 14
@@ -96,7 +114,8 @@ class FedPlusConfig:
     Parameters
     ----------
     algorithm
-        ``"fedavg+"``, ``"fedgeomed+"``, ``"fedcomed+"`` or ``"fedprox"``.
+        ``"fedavg+"``, ``"fedgeomed+"``, ``"fedcomed+"``, or a baseline: ``"fedprox"``,
+        ``"fedavg"``, ``"rfa"`` (:data:`FEDPLUS_ALGORITHMS`).
     rounds, clients_per_round
         Rounds T and parties m sampled per round (uniformly without replacement).
     local_steps, batch_size, lr
@@ -104,7 +123,7 @@ class FedPlusConfig:
     sigma
         σ > 0 of the penalty (σ/2)‖wₖ − w̃ − θₖ‖²; κ = 1/(1 + ση) (FedProx: μ = σ).
     smoothing
-        δ > 0 of the Moreau envelope (``None``: the paper's 0.001 / 0.1 / 0.1).
+        δ > 0 of the Moreau envelope (``None``: the paper's 0.001 / 0.1 / 0.1; RFA: ν = 1e-6).
     mixing
         λ ∈ [0, 1]: a party starts from (1 − λ)wₖ + λw̃ (FedProx always uses 1).
     aggregation_method, aggregation_iterations, aggregation_tol
@@ -216,7 +235,9 @@ class FedPlusConfig:
 
     @property
     def kappa(self) -> float:
-        """κ = 1/(1 + ση) of the two-step update (Fed+ eq. (10))."""
+        """κ = 1/(1 + ση) of the two-step update (Fed+ eq. (10)); 1 for FedAvg and RFA."""
+        if self.algorithm in ("fedavg", "rfa"):
+            return 1.0
         return 1.0 / (1.0 + self.sigma * self.lr)
 
     @property
@@ -453,17 +474,22 @@ class FedPlusTrainer:
         return self.model.error(client.X_test, client.y_test)
 
     def personal_errors(self) -> tuple[tuple[int, ...], NDArray[np.float64], NDArray[np.float64]]:
-        """(party ids, personalised errors, global-model errors) on each party's test split."""
+        """(party ids, personalised errors, global-model errors) on each party's test split.
+
+        A non-personalised algorithm's parties deploy the global model: both columns agree.
+        """
         clients = [c for c in self.dataset.train_clients if c.num_test > 0]
         if not clients:
             raise ValueError(f"{self.dataset.name} has no training client with a test split")
-        personal = np.array(
-            [
-                self._error(self.personal.get(c.client_id, self.global_parameters), c)
-                for c in clients
-            ]
-        )
         shared = np.array([self._error(self.global_parameters, c) for c in clients])
+        personal = shared
+        if self.config.algorithm in PERSONALISED:
+            personal = np.array(
+                [
+                    self._error(self.personal.get(c.client_id, self.global_parameters), c)
+                    for c in clients
+                ]
+            )
         self.model.set_parameters(self.global_parameters)
         return tuple(c.client_id for c in clients), personal, shared
 
@@ -481,7 +507,7 @@ class FedPlusTrainer:
         centre = self.global_parameters
         regularizer = _REGULARIZERS[config.algorithm]
         delta = config.resolved_smoothing
-        fedprox = config.algorithm == "fedprox"
+        fedprox = config.algorithm not in PERSONALISED  # θ ≡ 0 and λ = 1
         mixing = 1.0 if fedprox else config.mixing
         m, d = len(sampled), centre.size
         new_models = np.empty((m, d))
@@ -530,7 +556,7 @@ class FedPlusTrainer:
                     alpha,
                     regularizer=regularizer,
                     smoothing=delta,
-                    method=config.aggregation_method,
+                    method="weiszfeld" if config.algorithm == "rfa" else config.aggregation_method,
                     max_iterations=config.aggregation_iterations,
                     tol=config.aggregation_tol,
                     secure=config.secure,

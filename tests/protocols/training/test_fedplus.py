@@ -98,7 +98,9 @@ def test_fedprox_is_fedavg_plus_with_no_offset_and_global_start() -> None:
     np.testing.assert_allclose(fedprox.global_parameters, limit.global_parameters, atol=1e-9)
 
 
-@pytest.mark.parametrize("algorithm", ["fedavg+", "fedgeomed+", "fedcomed+", "fedprox"])
+@pytest.mark.parametrize(
+    "algorithm", ["fedavg+", "fedgeomed+", "fedcomed+", "fedprox", "fedavg", "rfa"]
+)
 def test_secure_matches_plain(algorithm: str) -> None:
     data = synthetic(0.5, 0.5, num_clients=5, num_test_clients=0, seed=1)
     config = FedPlusConfig(
@@ -190,3 +192,18 @@ def test_runs_are_reproducible_from_the_seed() -> None:
     assert np.array_equal(first.global_parameters, again.global_parameters)
     assert not np.array_equal(first.global_parameters, other.global_parameters)
     assert first.seeds == {"seed": 7, "dataset_seed": 0}
+
+
+def test_baselines_deploy_the_global_model_and_fedavg_ignores_sigma() -> None:
+    data = synthetic(1, 1, num_clients=6, num_test_clients=0, seed=5)
+    base = FedPlusConfig(rounds=3, clients_per_round=3, lr=0.05, secure=False)
+    for algorithm in ("fedprox", "fedavg", "rfa"):
+        result = train_fedplus(base.with_changes(algorithm=algorithm), data)
+        assert np.array_equal(result.client_errors, result.global_client_errors)
+    personal = train_fedplus(base.with_changes(algorithm="fedgeomed+", sigma=0.1), data)
+    assert not np.array_equal(personal.client_errors, personal.global_client_errors)
+    one = train_fedplus(base.with_changes(algorithm="fedavg", sigma=1.0), data)
+    other = train_fedplus(base.with_changes(algorithm="fedavg", sigma=50.0), data)
+    assert np.array_equal(one.global_parameters, other.global_parameters)
+    prox = train_fedplus(base.with_changes(algorithm="fedprox", sigma=50.0), data)
+    assert not np.array_equal(one.global_parameters, prox.global_parameters)
