@@ -1,0 +1,577 @@
+"""The adapter for Flower's SecAgg+ (``flwr==1.42.0``, optional extra ``flower``).
+
+Every check calls Flower's own code: its mask PRG (``pseudo_rand_gen``), its Shamir
+(``create_shares`` / ``combine_shares``, pycryptodome over GF(2^128)), and whole rounds run by its
+server workflow (``SecAggPlusWorkflow`` stages on a ``LegacyContext``) against its client mod
+(``secaggplus_mod``) through an in-process grid that moves every message through Flower's protobuf
+serde. The glue (grid, recording strategy, training function) is ours and written as Flower's own
+bench driver (``bench/_flower_anchor.py``) does. Flower has no discrete Gaussian sampler,
+accountant or sans-I/O parties, so those audits report ``n/a``; its DP wrappers add continuous
+Gaussian noise to float parameters (outside the discrete-Gaussian audits' scope).
+
+Flower is imported when a :class:`FlowerTarget` is built; a missing install raises
+``ImportError`` naming the extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType, SimpleNamespace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from audits.privacy_audits import REFERENCE_DELTA
+from audits.targets import (
+    AccountantUnderTest,
+    DropoutNoise,
+    GraphParametersUnderTest,
+    KnownAnswer,
+    MaskPRGUnderTest,
+    NeighbouringMechanism,
+    NoisyAverageUnderTest,
+    OverflowProbe,
+    SamplerUnderTest,
+    SansIOSecureSum,
+    SecretSharingUnderTest,
+    SecureSumUnderTest,
+)
+
+__all__ = ["FLOWER_VERSION", "LOCAL_DP_EPSILON", "FlowerTarget", "load_flower"]
+
+logger = logging.getLogger(__name__)
+
+#: The Flower release this adapter was written against.
+FLOWER_VERSION = "1.42.0"
+#: ε configured on ``LocalDpMod`` for audit 5 (at δ = 1e-10, where audit 5 bounds ε).
+LOCAL_DP_EPSILON = 50.0
+
+_MODULES = {
+    "shamir": "flwr.common.secure_aggregation.crypto.shamir",
+    "utils": "flwr.common.secure_aggregation.secaggplus_utils",
+    "consts": "flwr.common.secure_aggregation.secaggplus_constants",
+    "common": "flwr.common",
+    "compat": "flwr.compat.common.recorddict_compat",
+    "serde": "flwr.common.serde",
+    "pb": "flwr.proto.message_pb2",
+    "app": "flwr.app",
+    "msgtype": "flwr.app.message_type",
+    "mod": "flwr.client.mod.secure_aggregation.secaggplus_mod",
+    "workflow": "flwr.server.workflow.secure_aggregation.secaggplus_workflow",
+    "wfconst": "flwr.server.workflow.constant",
+    "legacy": "flwr.server.compat.legacy_context",
+    "proxy": "flwr.server.compat.grid_client_proxy",
+    "manager": "flwr.server.client_manager",
+    "strategy": "flwr.server.strategy",
+    "identity": "flwr.supercore.task_identity",
+    "localdp": "flwr.client.mod.localdp_mod",
+}
+
+
+def load_flower() -> SimpleNamespace:
+    """Import Flower's SecAgg+ modules, or raise ImportError naming the extra.
+
+    Examples
+    --------
+    >>> load_flower().shamir.__name__  # doctest: +SKIP
+    'flwr.common.secure_aggregation.crypto.shamir'
+    """
+    try:
+        return SimpleNamespace(**{k: importlib.import_module(v) for k, v in _MODULES.items()})
+    except ImportError as exc:
+        raise ImportError(
+            f"the Flower adapter needs flwr=={FLOWER_VERSION}: pip install 'secagg-dp[flower]' "
+            f"({exc})"
+        ) from exc
+
+
+class _Capture(logging.Handler):
+    def __init__(self, sink: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(f"{record.levelname}: {record.getMessage()}")
+
+
+@contextlib.contextmanager
+def _quiet_flower(sink: list[str]) -> Iterator[None]:
+    """Keep Flower's log lines off the console (WARNING and above go to ``sink``)."""
+    flower_logger = logging.getLogger("flwr")
+    handlers, propagate = flower_logger.handlers[:], flower_logger.propagate
+    flower_logger.handlers = [_Capture(sink)]
+    flower_logger.propagate = False
+    try:
+        yield
+    finally:
+        flower_logger.handlers, flower_logger.propagate = handlers, propagate
+
+
+def _ensure_identity(f: SimpleNamespace) -> None:
+    """Give Flower's task identity the ids a message needs outside a running app."""
+    identity = f.identity.TaskIdentity
+    for attr in ("run_id", "node_id", "task_id"):
+        if getattr(identity, f"_{attr}", None) is None:
+            setattr(identity, attr, 0)
+
+
+class _Grid:
+    """In-process grid: each message through Flower's serde to ``secaggplus_mod`` and back."""
+
+    def __init__(self, f: SimpleNamespace, contexts: dict[int, Any], train: Any) -> None:
+        self.f, self.contexts, self.train = f, contexts, train
+        self.silent: dict[str, set[int]] = {}
+        self.replies: dict[str, list[Any]] = {}
+
+    def _wire(self, message: Any) -> Any:
+        data = self.f.serde.message_to_proto(message).SerializeToString()
+        return self.f.serde.message_from_proto(self.f.pb.Message.FromString(data))
+
+    def send_and_receive(self, messages: Any, *, timeout: float | None = None) -> list[Any]:
+        key = self.f.consts.RECORD_KEY_CONFIGS
+        replies = []
+        for message in messages:
+            stage = str(message.content.config_records[key][self.f.consts.Key.STAGE])
+            destination = message.metadata.dst_node_id
+            if destination in self.silent.get(stage, set()):
+                continue
+            reply = self._wire(
+                self.f.mod.secaggplus_mod(
+                    self._wire(message), self.contexts[destination], self.train
+                )
+            )
+            self.replies.setdefault(stage, []).append(reply)
+            replies.append(reply)
+        return replies
+
+
+class FlowerRound:
+    """One SecAgg+ round run entirely by Flower's workflow and client mod, in process.
+
+    Each client's update is a float32 vector in [−1, 1]^d with an integer weight; ``aggregate``
+    is what Flower's FedAvg receives after unmasking, ``expected`` the true weighted mean.
+
+    Examples
+    --------
+    >>> round_ = FlowerRound(load_flower(), n=4, threshold=3, d=4, seed=0)  # doctest: +SKIP
+    >>> round_.run() is None  # doctest: +SKIP
+    True
+    """
+
+    def __init__(
+        self,
+        f: SimpleNamespace,
+        *,
+        n: int,
+        threshold: int,
+        d: int,
+        seed: int,
+        silent_at: Mapping[str, set[int]] | None = None,
+        constant: bool = False,
+        **workflow: Any,
+    ) -> None:
+        self.f = f
+        _ensure_identity(f)
+        rng = np.random.default_rng(seed)
+        ids: set[int] = set()
+        while len(ids) < n:
+            ids.add(int(rng.integers(1, 2**62)))
+        self.node_ids = sorted(ids)
+        self.updates = {
+            nid: np.zeros(d, dtype=np.float32)
+            if constant
+            else rng.uniform(-1.0, 1.0, d).astype(np.float32)
+            for nid in self.node_ids
+        }
+        self.weights = {
+            nid: 100 if constant else int(rng.integers(50, 500)) for nid in self.node_ids
+        }
+        app = f.app
+        self.contexts = {
+            nid: app.Context(
+                run_id=0, node_id=nid, node_config={}, state=app.RecordDict(), run_config={}
+            )
+            for nid in self.node_ids
+        }
+        self.grid = _Grid(f, self.contexts, self._train)
+        for stage, nodes in (silent_at or {}).items():
+            self.grid.silent[stage] = {self.node_ids[i] for i in nodes}
+        self.strategy = _recording_strategy(f, n)
+        manager = f.manager.SimpleClientManager()
+        base = app.Context(
+            run_id=0, node_id=0, node_config={}, state=app.RecordDict(), run_config={}
+        )
+        self.context = f.legacy.LegacyContext(base, strategy=self.strategy, client_manager=manager)
+        self.context.state.config_records[f.wfconst.MAIN_CONFIGS_RECORD] = app.ConfigRecord(
+            {f.wfconst.Key.CURRENT_ROUND: 1}
+        )
+        zeros = f.common.ndarrays_to_parameters([np.zeros(d, dtype=np.float32)])
+        self.context.state.array_records[f.wfconst.MAIN_PARAMS_RECORD] = (
+            f.compat.parameters_to_arrayrecord(zeros, keep_input=True)
+        )
+        for nid in self.node_ids:
+            manager.register(f.proxy.GridClientProxy(nid, self.grid, 0))
+        self.warnings: list[str] = []
+        with _quiet_flower(self.warnings):
+            self.workflow = f.workflow.SecAggPlusWorkflow(
+                num_shares=1.0, reconstruction_threshold=threshold, **workflow
+            )
+        self.state = f.workflow.WorkflowState()
+        self.summed: set[int] = set()
+
+    def _train(self, message: Any, context: Any) -> Any:
+        f, nid = self.f, context.node_id
+        self.summed.add(nid)
+        fit = f.common.FitRes(
+            status=f.common.Status(code=f.common.Code.OK, message=""),
+            parameters=f.common.ndarrays_to_parameters([self.updates[nid]]),
+            num_examples=self.weights[nid],
+            metrics={},
+        )
+        return f.app.Message(
+            content=f.compat.fitres_to_recorddict(fit, keep_input=True), reply_to=message
+        )
+
+    def stage(self, name: str) -> bool:
+        """Run one workflow stage; False when Flower stops the round."""
+        with _quiet_flower(self.warnings):
+            return bool(
+                getattr(self.workflow, f"{name}_stage")(self.grid, self.context, self.state)
+            )
+
+    def run(
+        self, stages: Sequence[str] = ("setup", "share_keys", "collect_masked_vectors", "unmask")
+    ) -> str | None:
+        """Run stages in order; the name of the first that stops the round, or ``None``."""
+        for name in stages:
+            try:
+                if not self.stage(name):
+                    return name
+            except Exception as exc:  # Flower raising is the round halting
+                self.warnings.append(f"{name}: {type(exc).__name__}: {exc}")
+                return name
+        return None
+
+    def aggregate(self) -> NDArray[np.float64] | None:
+        """The unmasked weighted mean Flower's strategy received, or ``None``."""
+        results = self.strategy.recorded
+        if not results:
+            return None
+        return np.asarray(
+            self.f.common.parameters_to_ndarrays(results[0][1].parameters)[0], dtype=np.float64
+        )
+
+    def expected(self, members: Sequence[int]) -> NDArray[np.float64]:
+        """The exact weighted mean of ``members``' updates."""
+        total = sum(self.weights[m] * self.updates[m].astype(np.float64) for m in members)
+        return np.asarray(total / sum(self.weights[m] for m in members), dtype=np.float64)
+
+
+def _recording_strategy(f: SimpleNamespace, n: int) -> Any:
+    class RecordingFedAvg(f.strategy.FedAvg):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__(
+                fraction_fit=1.0,
+                fraction_evaluate=0.0,
+                min_fit_clients=n,
+                min_evaluate_clients=0,
+                min_available_clients=n,
+            )
+            self.recorded: list[Any] = []
+
+        def aggregate_fit(self, server_round: int, results: Any, failures: Any) -> Any:
+            self.recorded = list(results)
+            return None, {}
+
+    return RecordingFedAvg()
+
+
+_STAGES = {
+    "keys": "setup",
+    "shares": "share_keys",
+    "masked": "collect_masked_vectors",
+    "unmask": "unmask",
+}
+
+
+class _FlowerSecureSum:
+    def __init__(self, f: SimpleNamespace) -> None:
+        self.f = f
+
+    def run_round(
+        self, inputs: NDArray[np.int64], *, bits: int, dropped: Sequence[int], seed: int
+    ) -> tuple[NDArray[np.int64], tuple[int, ...]] | None:
+        # Flower sums quantised floats (no integer entry point); honest rounds are checked by
+        # the float round in ``honest_round`` instead.
+        raise NotImplementedError("Flower sums quantised floats, not integer vectors")
+
+    def survives_dropout(self, phase: str, seed: int) -> str | None:
+        stage = _STAGES[phase]
+        round_ = FlowerRound(self.f, n=5, threshold=3, d=8, seed=seed, silent_at={stage: {0}})
+        halted = round_.run()
+        if halted is not None:
+            return (
+                f"the round stopped at Flower's {halted} stage ({'; '.join(round_.warnings[:2])})"
+            )
+        result = round_.aggregate()
+        if result is None:
+            return "no aggregate reached the strategy"
+        error = float(np.max(np.abs(result - round_.expected(sorted(round_.summed)))))
+        if error > 1e-3:
+            return f"aggregate differs from the survivors' weighted mean by {error:.3g}"
+        return None
+
+    def answers_both_shares(self, seed: int) -> bool:
+        f, consts = self.f, self.f.consts
+        round_ = FlowerRound(f, n=5, threshold=3, d=8, seed=seed)
+        if round_.run(("setup", "share_keys", "collect_masked_vectors")) is not None:
+            raise RuntimeError("Flower's round halted before unmasking")
+        victim = round_.node_ids[0]
+        asked = round_.node_ids[1]
+        config = f.app.ConfigRecord(
+            {
+                consts.Key.STAGE: consts.Stage.UNMASK,
+                consts.Key.ACTIVE_NODE_ID_LIST: list(round_.node_ids),
+                consts.Key.DEAD_NODE_ID_LIST: [victim],
+            }
+        )
+        message = f.app.Message(
+            content=f.app.RecordDict({consts.RECORD_KEY_CONFIGS: config}),
+            dst_node_id=asked,
+            message_type=f.msgtype.MessageType.TRAIN,
+            group_id="1",
+        )
+        try:
+            with _quiet_flower(round_.warnings):
+                [reply] = round_.grid.send_and_receive([message])
+        except Exception:  # a refusal, however raised, is the correct behaviour
+            return False
+        if reply.has_error():
+            return False
+        record = reply.content.config_records[consts.RECORD_KEY_CONFIGS]
+        owners = list(record[consts.Key.NODE_ID_LIST])
+        return owners.count(victim) >= 2
+
+    def overflow_probe(self, seed: int) -> OverflowProbe:
+        # M/Q = 8: twenty clients whose entries average about Q/2 exceed M (REFERENCES §1).
+        round_ = FlowerRound(
+            self.f,
+            n=20,
+            threshold=11,
+            d=64,
+            seed=seed,
+            quantization_range=2**13,
+            modulus_range=2**16,
+        )
+        halted = round_.run()
+        note = "20 clients, quantization_range 2^13, modulus_range 2^16 (n·Q ≫ M)"
+        result = round_.aggregate()
+        if halted is not None or result is None:
+            return OverflowProbe(True, 0.0, 0.0, note + f"; round stopped at {halted}")
+        error = float(np.max(np.abs(result - round_.expected(round_.node_ids))))
+        # Quantisation alone explains an error of a few Q⁻¹·clip (clipping range 8, Q = 2^13).
+        return OverflowProbe(False, error, 0.05, note + f"; Flower warnings: {round_.warnings}")
+
+    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.int64] | None:
+        # Three clients (complete graph: two pairwise masks and the self mask per vector), zero
+        # updates and equal weights, so every entry before masking is the same constant.
+        f, consts = self.f, self.f.consts
+        round_ = FlowerRound(
+            f,
+            n=3,
+            threshold=2,
+            d=dimension,
+            seed=seed,
+            constant=True,
+            modulus_range=1 << bits,
+            quantization_range=1 << (bits - 1),
+        )
+        halted = round_.run(("setup", "share_keys", "collect_masked_vectors"))
+        if halted is not None:
+            raise RuntimeError(f"Flower's round halted at {halted}: {round_.warnings[:2]}")
+        rows = []
+        for reply in round_.grid.replies.get(consts.Stage.COLLECT_MASKED_VECTORS, []):
+            record = reply.content.config_records[consts.RECORD_KEY_CONFIGS]
+            arrays = [f.common.bytes_to_ndarray(b) for b in record[consts.Key.MASKED_PARAMETERS]]
+            rows.append(np.concatenate([np.asarray(a, dtype=np.int64).ravel() for a in arrays]))
+        return np.vstack(rows)
+
+
+class _LocalDpMechanism:
+    """Flower's ``LocalDpMod`` on a one-coordinate update: the release a client sends.
+
+    D: the client's update is −1/2; D′: it is +1/2 (distance 1 = the declared
+    sensitivity; an update of exactly 0 makes the mod divide by zero). The mod claims (ε, δ)-DP
+    with noise sd = Δ·√(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm. A.1, which assumes ε < 1); it
+    draws from numpy's global generator, which this adapter seeds per release and restores
+    afterwards. A Flower release costs ≈ 15 ms (message conversions), so audit 5 takes 500
+    releases per neighbour in the fast tier: at ε = 50 the true ε(1e-10) is ≈ 73.
+    """
+
+    name = "Flower LocalDpMod"
+    releases: Mapping[str, int] = MappingProxyType({"fast": 500, "deep": 4000})
+
+    def __init__(self, f: SimpleNamespace, epsilon: float, delta: float) -> None:
+        self.f, self.epsilon, self.delta = f, epsilon, delta
+        self.description = (
+            f"flwr LocalDpMod(clipping_norm=1, sensitivity=1, epsilon={epsilon:g}, "
+            f"delta={delta:g}) on a 1-coordinate float64 update; D: update −0.5, D′: update +0.5"
+        )
+        _ensure_identity(f)
+        self._mod = f.localdp.LocalDpMod(1.0, 1.0, epsilon, delta)
+        zeros = f.common.ndarrays_to_parameters([np.zeros(1)])
+        self._message = f.app.Message(
+            content=f.compat.fitins_to_recorddict(f.common.FitIns(zeros, {}), keep_input=True),
+            dst_node_id=1,
+            message_type=f.msgtype.MessageType.TRAIN,
+            group_id="1",
+        )
+        self._context = f.app.Context(
+            run_id=0, node_id=1, node_config={}, state=f.app.RecordDict(), run_config={}
+        )
+        self._log: list[str] = []
+
+    def release(self, neighbour: int, seed: int, *, secure: bool = False) -> NDArray[np.float64]:
+        f = self.f
+
+        def train(message: Any, context: Any) -> Any:
+            fit = f.common.FitRes(
+                status=f.common.Status(code=f.common.Code.OK, message=""),
+                parameters=f.common.ndarrays_to_parameters([np.full(1, neighbour - 0.5)]),
+                num_examples=1,
+                metrics={},
+            )
+            return f.app.Message(
+                content=f.compat.fitres_to_recorddict(fit, keep_input=True), reply_to=message
+            )
+
+        saved = np.random.get_state()  # noqa: NPY002 (Flower draws from the global generator)
+        try:
+            np.random.seed(seed % 2**32)  # noqa: NPY002
+            with _quiet_flower(self._log):
+                reply = self._mod(self._message, self._context, train)
+        finally:
+            np.random.set_state(saved)  # noqa: NPY002
+        fit = f.compat.recorddict_to_fitres(reply.content, keep_input=True)
+        [values] = f.common.parameters_to_ndarrays(fit.parameters)
+        return np.asarray(values, dtype=np.float64).ravel()
+
+    def claimed_epsilon(self, delta: float) -> float:
+        return self.epsilon if delta >= self.delta else float("inf")
+
+
+class _FlowerMasks:
+    seed_bytes = 32
+    # pseudo_rand_gen takes no session: Flower separates rounds by fresh keys only.
+    session_bound = False
+
+    def __init__(self, f: SimpleNamespace) -> None:
+        self.f = f
+
+    def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
+        # Flower's PRG takes no session: masks depend on the seed only.
+        values = self.f.utils.pseudo_rand_gen(seed, 1 << bits, [(dimension,)])[0]
+        return np.asarray(values, dtype=np.uint64)
+
+
+class _FlowerShamir:
+    secret_bytes = 32
+
+    def __init__(self, f: SimpleNamespace) -> None:
+        self.f = f
+
+    def share(self, secret: bytes, threshold: int, num_shares: int, seed: int) -> list[Any]:
+        shares: list[Any] = self.f.shamir.create_shares(secret, threshold, num_shares)
+        return shares
+
+    def reconstruct(self, shares: Sequence[Any]) -> bytes | None:
+        try:
+            return bytes(self.f.shamir.combine_shares(list(shares)))
+        except ValueError:
+            return None
+
+    def evaluate(
+        self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int
+    ) -> list[int] | None:
+        return None  # GF(2^128) only: no tiny field to enumerate
+
+    def share_in_field(
+        self,
+        secret: int,
+        *,
+        copies: int,
+        threshold: int,
+        points: Sequence[int],
+        prime: int,
+        seed: int,
+    ) -> NDArray[np.int64] | None:
+        return None
+
+
+class FlowerTarget:
+    """Flower 1.42's SecAgg+: masks, Shamir and whole rounds (workflow + client mod).
+
+    Examples
+    --------
+    >>> target = FlowerTarget()  # doctest: +SKIP
+    >>> target.samplers()  # doctest: +SKIP
+    ()
+    """
+
+    name = "flower"
+
+    def __init__(self) -> None:
+        self._f = load_flower()
+
+    def describe(self) -> Mapping[str, str]:
+        """Flower's version."""
+        return {"implementation": "flwr", "version": importlib.metadata.version("flwr")}
+
+    def samplers(self) -> Sequence[SamplerUnderTest]:
+        """None: Flower has no discrete Gaussian sampler."""
+        return ()
+
+    def known_answers(self) -> Sequence[KnownAnswer]:
+        """None."""
+        return ()
+
+    def accountant(self) -> AccountantUnderTest | None:
+        """None: Flower has no privacy accountant."""
+        return None
+
+    def mechanisms(self) -> Sequence[NeighbouringMechanism]:
+        """``LocalDpMod`` (Flower's only release with an (ε, δ) claim) at ε = 50, δ = 1e-10."""
+        return (_LocalDpMechanism(self._f, LOCAL_DP_EPSILON, REFERENCE_DELTA),)
+
+    def dropout_noise(self) -> Sequence[DropoutNoise]:
+        """None."""
+        return ()
+
+    def sans_io(self) -> SansIOSecureSum | None:
+        """None: Flower's server is a workflow bound to a grid, not a message-in party."""
+        return None
+
+    def secure_sum(self) -> SecureSumUnderTest | None:
+        """Whole rounds through Flower's workflow and client mod."""
+        return _FlowerSecureSum(self._f)
+
+    def mask_prg(self) -> MaskPRGUnderTest | None:
+        """``pseudo_rand_gen``."""
+        return _FlowerMasks(self._f)
+
+    def secret_sharing(self) -> SecretSharingUnderTest | None:
+        """``create_shares`` / ``combine_shares``."""
+        return _FlowerShamir(self._f)
+
+    def graph_parameters(self) -> GraphParametersUnderTest | None:
+        """None: Flower takes the degree and threshold from its user."""
+        return None
+
+    def noisy_average(self) -> NoisyAverageUnderTest | None:
+        """None."""
+        return None

@@ -1,0 +1,620 @@
+"""The adapter for this toolkit: every capability of :class:`~audits.targets.AuditTarget`.
+
+Functions of the real modules are looked up when called (``module.function``, not imported
+names), so a mutant patched over a module (:mod:`audits.mutants`) is what the audits see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+import dpquantile
+import dpquantile.quantile
+import secagg
+import secagg.graph_parameters
+import secagg.masks
+import secagg.shamir
+from audits.targets import (
+    AccountantUnderTest,
+    Draw,
+    DropoutNoise,
+    GraphParametersUnderTest,
+    KnownAnswer,
+    MaskPRGUnderTest,
+    NeighbouringMechanism,
+    NoisyAverageUnderTest,
+    OverflowProbe,
+    SamplerUnderTest,
+    SansIOSecureSum,
+    SecretSharingUnderTest,
+    SecureSumUnderTest,
+)
+from protocols.aggregation import secure_average
+
+__all__ = ["KNOWN_ANSWER_LABEL", "REFERENCE_RHO", "OurTarget"]
+
+#: Label of the replayed streams of the known answers (as in tests/dpquantile).
+KNOWN_ANSWER_LABEL = b"dpquantile/known-answers"
+#: ρ of the reference configuration of audit 5: Gaussian-equivalent μ = √(2ρ) = 4.
+REFERENCE_RHO = 8.0
+
+
+# ----------------------------------------------------------------------------- samplers
+
+
+@dataclasses.dataclass(frozen=True)
+class _OurSampler:
+    name: str
+    class_name: str
+    exact: bool
+    constant_time: bool = False  # neither sampler claims one (see dpquantile.samplers' docstring)
+    sampling_modules: tuple[str, ...] = ("dpquantile", "secagg.randomness")
+
+    @property
+    def tv_bound(self) -> float:
+        return 0.0 if self.exact else dpquantile.FastDiscreteGaussian(1.0).tv_bound
+
+    def prepare(self, sigma: float) -> Draw:
+        sampler = getattr(dpquantile, self.class_name)(sigma)
+        random_class = secagg.KeystreamRandom
+
+        def draw(size: int, seed: int) -> NDArray[np.generic]:
+            stream = random_class(seed, label=KNOWN_ANSWER_LABEL)
+            values: NDArray[np.generic] = sampler.sample(size, rng=stream)
+            return values
+
+        return draw
+
+
+class _OurAccountant:
+    def discrete_gaussian_epsilon(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float
+    ) -> float:
+        event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
+        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
+
+
+# ----------------------------------------------------------------------------- mechanisms
+
+
+class _SecureAverageMechanism:
+    """secure_weighted_average on 9 clients, d = 1, clip 1, weight cap 1, ρ planned = 8.
+
+    D: client 0 sends w = 1 with weight 1; D′: client 0 has weight 0 (its row is all zeros):
+    the rows differ by exactly the L2 norm the sensitivity assumes, B·c·√(1 + λ²). The release is
+    the noisy integer total (vector and weight coordinates) in grid units, recovered from the
+    released average and weight sum (a bijection of them).
+    """
+
+    name = "noisy secure sum"
+    releases = None
+
+    def __init__(self, rho: float = REFERENCE_RHO) -> None:
+        self.rho = rho
+        self.description = (
+            f"secure_weighted_average, n = 9, d = 1, clip = weight cap = 1, 32-bit ring, "
+            f"distributed discrete Gaussian planned for ρ = {rho:g}; D′ zeroes client 0's row"
+        )
+        self._event: Any = None
+
+    def _run(self, neighbour: int, seed: int, secure: bool) -> Any:
+        # Eight other clients keep the noisy weight sum far from 0 (≈ 8σ of its noise).
+        weights = [0.0 if neighbour else 1.0] + [1.0] * 8
+        return secure_average.secure_weighted_average(
+            [[1.0]] + [[0.0]] * 8,
+            weights,
+            clip=1.0,
+            weight_cap=1.0,
+            bits=32,
+            noise=secure_average.DiscreteGaussianNoise(rho=self.rho),
+            seed=seed,
+            secure=secure,
+            quantize=True,
+        )
+
+    def release(self, neighbour: int, seed: int, *, secure: bool = False) -> NDArray[np.float64]:
+        result = self._run(neighbour, seed, secure)
+        if self._event is None:
+            self._event = result.event
+        step = float(result.quantization_step)
+        auxiliary = secure_average.WEIGHT_COORDINATE_SCALE * result.clip
+        total = result.average * result.weight_sum / step
+        return np.array([*np.rint(total), round(result.weight_sum * auxiliary / step)])
+
+    def claimed_epsilon(self, delta: float) -> float:
+        if self._event is None:
+            self.release(0, 0)
+        return float(dpquantile.ZCDPAccountant().compose(self._event).epsilon(delta))
+
+
+class _QuantileMechanism:
+    """dp_quantile of 8 values, 8 bins, ρ = 8: D has client 0 in bin 0, D′ in bin 7."""
+
+    name = "DP quantile"
+    releases = None
+
+    def __init__(self, rho: float = REFERENCE_RHO) -> None:
+        self.rho = rho
+        self.description = (
+            f"dp_quantile, n = 8, 8 bins on [0, 1], tree, replace-one, ρ = {rho:g}; "
+            "client 0's value moves from bin 0 to bin 7; release = the noisy tree counts"
+        )
+        self._values = np.linspace(0.2, 0.8, 8)
+        self._event: Any = None
+
+    def release(self, neighbour: int, seed: int, *, secure: bool = False) -> NDArray[np.float64]:
+        values = self._values.copy()
+        values[0] = 0.99 if neighbour else 0.01
+        result = dpquantile.quantile.dp_quantile(
+            values, 0.5, lower=0.0, upper=1.0, bins=8, rho=self.rho, secure=secure, seed=seed
+        )
+        if self._event is None:
+            self._event = result.event
+        return np.asarray(result.released, dtype=np.float64)
+
+    def claimed_epsilon(self, delta: float) -> float:
+        if self._event is None:
+            self.release(0, 0)
+        return float(dpquantile.ZCDPAccountant().compose(self._event).epsilon(delta))
+
+
+class _SecureAverageDropout:
+    """Zero vectors from 10 clients, noise planned for all 10; ``dropped`` leave before masking."""
+
+    name = "secure average"
+    num_clients = 10
+
+    def noise(self, dropped: int, seed: int) -> tuple[NDArray[np.float64], float]:
+        n, d = self.num_clients, 64
+        result = secure_average.secure_weighted_average(
+            np.zeros((n, d)),
+            np.ones(n),
+            clip=1.0,
+            weight_cap=1.0,
+            bits=48,
+            # ρ = 16 keeps the noisy weight sum ≥ 9 of its noise sds from 0 (it divides the total).
+            noise=secure_average.DiscreteGaussianNoise(rho=16.0),
+            seed=seed,
+            secure=False,
+            quantize=True,
+            dropouts={"masked_input": list(range(dropped))} if dropped else None,
+        )
+        assert result.quantization_step is not None and result.event is not None
+        noise = result.average * result.weight_sum / result.quantization_step  # inputs are 0
+        variance = dpquantile.discrete_gaussian_variance(result.event.sigma)
+        return noise, float(result.event.num_clients) * variance
+
+
+class _QuantileDropout:
+    """dp_quantile of 10 values (16 bins), noise planned for 10; ``dropped`` leave early."""
+
+    name = "DP quantile"
+    num_clients = 10
+
+    def noise(self, dropped: int, seed: int) -> tuple[NDArray[np.float64], float]:
+        n = self.num_clients
+        values = np.linspace(0.05, 0.95, n)
+        gone = list(range(dropped))
+        result = dpquantile.quantile.dp_quantile(
+            values,
+            0.5,
+            lower=0.0,
+            upper=1.0,
+            bins=16,
+            rho=1.0,
+            secure=False,
+            seed=seed,
+            dropouts={"masked_input": gone} if dropped else None,
+        )
+        tree = dpquantile.HistogramTree(16, 0.0, 1.0)
+        exact = tree.counts(values[dropped:]) * result.scale
+        event = result.event
+        noise = np.asarray(result.released, dtype=np.float64) - exact
+        return noise, float(event.num_clients) * dpquantile.discrete_gaussian_variance(event.sigma)
+
+
+# ----------------------------------------------------------------------------- protocol
+
+
+class _OurSansIO:
+    """Our Client and Server, exactly as tests/secagg/test_state_machine.py drives them."""
+
+    protocol_error = secagg.ProtocolError
+    peer_error = secagg.RemoteProtocolError
+    abort_error = secagg.TooFewSurvivorsError
+    _TO_SERVER = ("AdvertiseKeys", "EncryptedShares", "MaskedInput", "UnmaskResponse")
+
+    def setup(
+        self,
+        *,
+        n: int,
+        degree: int | None,
+        threshold: int,
+        bits: int,
+        dimension: int,
+        seed: int,
+        constant: int | None = None,
+    ) -> tuple[dict[int, Any], Any, dict[int, NDArray[np.uint64]], list[Any]]:
+        config = secagg.SecAggConfig(
+            dimension=dimension,
+            threshold=threshold,
+            modulus_bits=bits,
+            neighbors=degree,
+            round_nonce=b"audit",
+        )
+        rng = np.random.default_rng(seed)
+        inputs = {
+            u: rng.integers(0, 2**bits, size=dimension, dtype=np.uint64)
+            if constant is None
+            else np.full(dimension, constant, dtype=np.uint64)
+            for u in range(1, n + 1)
+        }
+        root = secagg.KeystreamRandom(seed)
+        clients = {
+            u: secagg.Client(config, u, input_vector=inputs[u], random_source=root.spawn(b"%d" % u))
+            for u in inputs
+        }
+        server = secagg.Server(config, inputs)
+        pool = [m for c in clients.values() for m in c.start()]
+        return clients, server, inputs, pool
+
+    def client_receive(self, client: Any, message: Any) -> list[Any]:
+        replies: list[Any] = client.receive(message)
+        return replies
+
+    def server_receive(self, server: Any, message: Any) -> list[Any]:
+        replies: list[Any] = server.receive(message)
+        return replies
+
+    def close_phase(self, server: Any) -> list[Any]:
+        replies: list[Any] = server.close_phase()
+        return replies
+
+    def to_server(self, message: Any) -> bool:
+        return type(message).__name__ in self._TO_SERVER
+
+    def peer(self, message: Any) -> int:
+        return int(message.peer)
+
+    def hostile_unmask(self, message: Any, *, swap: bool = False) -> Any | None:
+        if not isinstance(message, secagg.UnmaskRequest) or not message.survivors:
+            return None
+        victim, *others = message.survivors
+        survivors = tuple(others) if swap else message.survivors
+        return dataclasses.replace(message, survivors=survivors, dropped=(*message.dropped, victim))
+
+    def revealed_shares(self, reply: Any) -> tuple[frozenset[int], frozenset[int]] | None:
+        if not isinstance(reply, secagg.UnmaskResponse):
+            return None
+        return (
+            frozenset(v for v, _ in reply.seed_shares),
+            frozenset(v for v, _ in reply.key_shares),
+        )
+
+    def server_outcome(self, server: Any) -> str:
+        state = server.state
+        if state is secagg.ServerState.COMPLETED:
+            return "completed"
+        if state is secagg.ServerState.ABORTED:
+            return "aborted"
+        return "running"
+
+    def server_total(self, server: Any) -> tuple[NDArray[np.uint64], tuple[int, ...]]:
+        result = server.result
+        return np.asarray(result.total, dtype=np.uint64), tuple(result.survivors)
+
+    def server_secrets(self, server: Any) -> tuple[dict[int, tuple[int, int]], set[int], set[int]]:
+        return (
+            dict(server.held_share_counts()),
+            set(server.reconstructed_seed_owners),
+            set(server.reconstructed_key_owners),
+        )
+
+
+_PHASES = {
+    "keys": "advertise_keys",
+    "shares": "share_keys",
+    "masked": "masked_input",
+    "unmask": "unmask",
+}
+
+
+class _OurSecureSum:
+    def __init__(self, sans_io: _OurSansIO) -> None:
+        self._sans_io = sans_io
+
+    def run_round(
+        self, inputs: NDArray[np.int64], *, bits: int, dropped: Sequence[int], seed: int
+    ) -> tuple[NDArray[np.int64], tuple[int, ...]] | None:
+        try:
+            result = secagg.secure_sum(
+                inputs,
+                modulus_bits=bits,
+                dropouts={"masked_input": list(dropped)} if dropped else None,
+                seed=seed,
+            )
+        except secagg.TooFewSurvivorsError:
+            return None
+        return np.asarray(result.total, dtype=np.int64), result.survivors
+
+    def survives_dropout(self, phase: str, seed: int) -> str | None:
+        inputs = np.arange(15, dtype=np.int64).reshape(5, 3)
+        dropouts = {_PHASES[phase]: [0]}
+        try:
+            result = secagg.secure_sum(
+                inputs, modulus_bits=16, threshold=3, dropouts=dropouts, seed=seed
+            )
+        except secagg.ProtocolError as exc:
+            return f"the round aborted: {exc}"
+        members = secagg.summed_clients(dropouts, 5)
+        if list(result.survivors) != members:
+            return f"survivors {result.survivors}, expected {members}"
+        if not np.array_equal(
+            np.asarray(result.total, dtype=np.int64), inputs[members].sum(axis=0)
+        ):
+            return "the total is not the survivors' sum"
+        return None
+
+    def answers_both_shares(self, seed: int) -> bool:
+        sans_io = self._sans_io
+        clients, server, _, pool = sans_io.setup(
+            n=5, degree=None, threshold=3, bits=16, dimension=2, seed=seed
+        )
+        requests: list[Any] = []
+        for _ in range(12):
+            outgoing: list[Any] = []
+            for message in pool:
+                if sans_io.to_server(message):
+                    outgoing.extend(sans_io.server_receive(server, message))
+                elif isinstance(message, secagg.UnmaskRequest):
+                    requests.append(message)
+                else:
+                    outgoing.extend(sans_io.client_receive(clients[message.peer], message))
+            if requests:
+                break
+            pool = outgoing or sans_io.close_phase(server)
+        if not requests:
+            raise RuntimeError("the round never reached the unmask phase")
+        request = requests[0]
+        hostile = sans_io.hostile_unmask(request)
+        try:
+            replies = sans_io.client_receive(clients[request.peer], hostile)
+        except secagg.ProtocolError:
+            return False
+        victim = request.survivors[0]
+        revealed = [sans_io.revealed_shares(r) for r in replies]
+        return any(r is not None and victim in r[0] and victim in r[1] for r in revealed)
+
+    def overflow_probe(self, seed: int) -> OverflowProbe:
+        # 6 values in bin 0: the root count n·scale ≥ 2^(b−1) with b one bit below its length.
+        values = np.full(6, 0.05)
+        quantile = dpquantile.quantile
+        reference = quantile.dp_quantile(
+            values, 0.5, lower=0.0, upper=1.0, bins=4, rho=1.0, seed=seed, secure=True
+        )
+        bits = max(2, int(6 * reference.scale).bit_length())
+        note = f"dp_quantile with modulus_bits = {bits} (it needs {reference.modulus_bits})"
+        try:
+            small = quantile.dp_quantile(
+                values,
+                0.5,
+                lower=0.0,
+                upper=1.0,
+                bins=4,
+                rho=1.0,
+                seed=seed,
+                secure=True,
+                modulus_bits=bits,
+            )
+        except (secagg.HeadroomError, ValueError):
+            return OverflowProbe(True, 0.0, 0.0, note)
+        error = float(np.max(np.abs(small.released - reference.released)))
+        return OverflowProbe(False, error, 0.0, note)
+
+    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.int64] | None:
+        # Five clients on a SecAgg+ graph of degree 2: each masked input carries 2 pairwise masks.
+        sans_io = self._sans_io
+        clients, server, _, pool = sans_io.setup(
+            n=5, degree=2, threshold=2, bits=bits, dimension=dimension, seed=seed, constant=1
+        )
+        rows: list[NDArray[np.int64]] = []
+        for _ in range(12):
+            outgoing: list[Any] = []
+            for message in pool:
+                if isinstance(message, secagg.MaskedInput):
+                    rows.append(np.asarray(message.vector, dtype=np.int64))
+                elif sans_io.to_server(message):
+                    outgoing.extend(sans_io.server_receive(server, message))
+                else:
+                    outgoing.extend(sans_io.client_receive(clients[message.peer], message))
+            if rows:
+                return np.vstack(rows)
+            pool = outgoing or sans_io.close_phase(server)
+        raise RuntimeError("the round never reached the masked-input phase")
+
+
+class _OurMasks:
+    seed_bytes = 32
+    session_bound = True
+
+    def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
+        masks = importlib.import_module("secagg.masks")
+        key = masks.pairwise_mask_key(seed, session_id=session, first=1, second=2)
+        out: NDArray[np.uint64] = np.asarray(
+            masks.expand_mask(key, secagg.Ring(bits), dimension), dtype=np.uint64
+        )
+        return out
+
+
+class _OurShamir:
+    secret_bytes = 32
+
+    def share(self, secret: bytes, threshold: int, num_shares: int, seed: int) -> list[Any]:
+        shamir = secagg.shamir
+        points = list(range(1, num_shares + 1))
+        rows = shamir.share(
+            shamir.split_secret(secret), points, threshold, secagg.KeystreamRandom(seed)
+        )
+        return [(points[i], rows[i]) for i in range(num_shares)]
+
+    def reconstruct(self, shares: Sequence[Any]) -> bytes | None:
+        shamir = secagg.shamir
+        try:
+            values = shamir.reconstruct([p for p, _ in shares], np.stack([r for _, r in shares]))
+            return bytes(shamir.join_secret(values, self.secret_bytes))
+        except ValueError:
+            return None
+
+    def evaluate(
+        self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int
+    ) -> list[int] | None:
+        rows = secagg.shamir.evaluate_shares(
+            [secret], points, np.asarray(coefficients, dtype=np.int64).reshape(-1, 1), prime
+        )
+        return [int(v) for v in rows[:, 0]]
+
+    def share_in_field(
+        self,
+        secret: int,
+        *,
+        copies: int,
+        threshold: int,
+        points: Sequence[int],
+        prime: int,
+        seed: int,
+    ) -> NDArray[np.int64] | None:
+        rows: NDArray[np.int64] = secagg.shamir.share(
+            np.full(copies, secret, dtype=np.int64),
+            list(points),
+            threshold,
+            secagg.KeystreamRandom(seed),
+            prime,
+        )
+        return rows
+
+
+class _OurGraph:
+    failure_log2 = -20.0
+    security_bits = 40.0
+
+    def parameters(
+        self, num_clients: int, dropout_rate: float, corruption_rate: float
+    ) -> tuple[int, int]:
+        chosen = secagg.graph_parameters.secagg_plus_parameters(
+            num_clients, dropout_rate=dropout_rate, corruption_rate=corruption_rate
+        )
+        return int(chosen.degree), int(chosen.threshold)
+
+
+class _OurNoisyAverage:
+    def noisy_average(
+        self, vectors: NDArray[np.float64], *, clip: float, rho: float, seed: int
+    ) -> tuple[NDArray[np.float64], Any]:
+        result = secure_average.secure_weighted_average(
+            vectors,
+            np.ones(vectors.shape[0]),
+            clip=clip,
+            weight_cap=1.0,
+            bits=48,
+            noise=secure_average.DiscreteGaussianNoise(rho=rho),
+            seed=seed,
+            secure=False,
+            quantize=True,
+        )
+        return np.asarray(result.average * result.weight_sum, dtype=np.float64), result.event
+
+    def epsilon(self, events: Sequence[Any], delta: float) -> float:
+        accountant = dpquantile.ZCDPAccountant()
+        for event in events:
+            accountant.compose(event)
+        return float(accountant.epsilon(delta))
+
+
+# ----------------------------------------------------------------------------- the target
+
+
+class OurTarget:
+    """secagg-dp itself: every capability.
+
+    Examples
+    --------
+    >>> target = OurTarget()
+    >>> [s.name for s in target.samplers()]
+    ['exact', 'fast']
+    >>> round(target.accountant().discrete_gaussian_epsilon(1.0, 1.0, 1, 1e-5), 4)
+    4.4302
+    """
+
+    name = "ours"
+
+    def __init__(self) -> None:
+        self._sans_io = _OurSansIO()
+
+    def describe(self) -> Mapping[str, str]:
+        """Versions, for the report."""
+        return {"implementation": "secagg-dp", "numpy": np.__version__}
+
+    def samplers(self) -> Sequence[SamplerUnderTest]:
+        """The exact CKS20 sampler and the fast alias-table sampler."""
+        return (
+            _OurSampler("exact", "ExactDiscreteGaussian", exact=True),
+            _OurSampler("fast", "FastDiscreteGaussian", exact=False),
+        )
+
+    def known_answers(self) -> Sequence[KnownAnswer]:
+        """The committed vectors in ``audits/sampler_known_answers.json``."""
+        text = resources.files("audits").joinpath("sampler_known_answers.json").read_text()
+        names = {"exact_gaussian": "exact", "fast_gaussian": "fast"}
+        return tuple(
+            KnownAnswer(
+                names[c["sampler"]],
+                float(c["parameter"]),
+                int(c["seed"]),
+                tuple(int(v) for v in c["values"]),
+            )
+            for c in json.loads(text)["cases"]
+        )
+
+    def accountant(self) -> AccountantUnderTest | None:
+        """:class:`dpquantile.ZCDPAccountant` on :class:`dpquantile.DiscreteGaussian` events."""
+        return _OurAccountant()
+
+    def mechanisms(self) -> Sequence[NeighbouringMechanism]:
+        """The noisy secure sum (reference configuration) and the DP quantile."""
+        return (_SecureAverageMechanism(), _QuantileMechanism())
+
+    def dropout_noise(self) -> Sequence[DropoutNoise]:
+        """The secure average's and the DP quantile's noise under dropout."""
+        return (_SecureAverageDropout(), _QuantileDropout())
+
+    def sans_io(self) -> SansIOSecureSum | None:
+        """The real Client and Server."""
+        return self._sans_io
+
+    def secure_sum(self) -> SecureSumUnderTest | None:
+        """secure_sum and dp_quantile's headroom check."""
+        return _OurSecureSum(self._sans_io)
+
+    def mask_prg(self) -> MaskPRGUnderTest | None:
+        """secagg.masks."""
+        return _OurMasks()
+
+    def secret_sharing(self) -> SecretSharingUnderTest | None:
+        """secagg.shamir."""
+        return _OurShamir()
+
+    def graph_parameters(self) -> GraphParametersUnderTest | None:
+        """secagg.graph_parameters.secagg_plus_parameters."""
+        return _OurGraph()
+
+    def noisy_average(self) -> NoisyAverageUnderTest | None:
+        """secure_weighted_average with distributed discrete Gaussian noise."""
+        return _OurNoisyAverage()

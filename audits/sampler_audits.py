@@ -1,0 +1,390 @@
+"""Audits 1–3: the discrete Gaussian samplers' law, their exactness, and their timing.
+
+The target law is :mod:`dpquantile.pmf` (P[X = x] ∝ exp(−x²/2σ²), CKS20 Def. 1): numerical
+evaluations that never draw noise, tested on their own against direct sums and reference values
+(tests/dpquantile), so a sampler is compared with a law its own code does not produce.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from audits.float_trace import trace_floats
+from audits.records import FAMILY_ALPHA, AuditResult, Tier, Verdict, check_tier, not_applicable
+from audits.statistics import chi_square_against_pmf
+from audits.targets import AuditTarget, SamplerUnderTest
+from dpquantile import discrete_gaussian_pmf, discrete_gaussian_variance
+
+__all__ = [
+    "audit_sampler_exactness",
+    "audit_sampler_fit",
+    "audit_sampler_timing",
+    "discrete_gaussian_law",
+]
+
+logger = logging.getLogger(__name__)
+
+_FIT_SIGMAS: dict[Tier, tuple[float, ...]] = {
+    "fast": (0.5, 1.0, 3.0, 10.0),
+    "deep": (0.5, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 40.0, 100.0),
+}
+_FIT_SAMPLES: dict[Tier, dict[bool, int]] = {
+    "fast": {True: 200_000, False: 1_000_000},  # exact samplers are slower than table samplers
+    "deep": {True: 4_000_000, False: 20_000_000},
+}
+_TRACE_SIGMAS = (0.5, 3.7, 100.0, 100_000.0)
+
+
+class DiscreteGaussianLaw:
+    """N_ℤ(0, σ²): pmf and variance from :mod:`dpquantile.pmf`, fourth moment by direct sum.
+
+    Examples
+    --------
+    >>> law = DiscreteGaussianLaw(1.0)
+    >>> round(float(law.pmf(np.array([0]))[0]), 6), round(law.variance, 6)
+    (0.398942, 1.0)
+    """
+
+    def __init__(self, sigma: float) -> None:
+        self.sigma = float(sigma)
+        self.variance = discrete_gaussian_variance(self.sigma)
+        reach = math.ceil(40.0 * self.sigma) + 5
+        x = np.arange(-reach, reach + 1, dtype=np.int64)
+        self.fourth_moment = float(
+            np.sum(discrete_gaussian_pmf(x, self.sigma) * x.astype(np.float64) ** 4)
+        )
+
+    def pmf(self, x: NDArray[np.int64]) -> NDArray[np.float64]:
+        """P[X = x] (:func:`dpquantile.discrete_gaussian_pmf`)."""
+        return discrete_gaussian_pmf(x, self.sigma)
+
+
+def discrete_gaussian_law(sigma: float) -> DiscreteGaussianLaw:
+    """The exact target law of a discrete Gaussian sampler at σ.
+
+    Examples
+    --------
+    >>> round(discrete_gaussian_law(0.5).variance, 6)
+    0.215013
+    """
+    return DiscreteGaussianLaw(sigma)
+
+
+def _two_sided(z: float) -> float:
+    return float(2.0 * stats.norm.sf(abs(z)))
+
+
+def _fit_tests(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict[str, Any]:
+    """χ² (tail bins), variance z, log-slope z and symmetry z, each with a p-value."""
+    n = samples.size
+    # Expected counts ≥ 20 per bin (not Cochran's 5): Pearson's χ² tail stays close to the χ²
+    # law out at the Bonferroni level α/m ≈ 3e-8, where small-count bins would fatten it.
+    chi = chi_square_against_pmf(samples, law.pmf, min_expected=20.0)
+    # Variance (mean known to be 0): z = (mean(X²) − Var)/√((E X⁴ − Var²)/n).
+    second = float(np.mean(samples.astype(np.float64) ** 2))
+    variance_z = (second - law.variance) / math.sqrt(
+        max(law.fourth_moment - law.variance**2, 1e-300) / n
+    )
+    # Log-slope: within disjoint magnitude pairs (2j, 2j+1) the split is Binomial with success
+    # w(2j+1)/(w(2j) + w(2j+1)), w(0) = p(0), w(k) = 2p(k): independent given the pair totals,
+    # and every split tilts the same way if σ is off (log p is −x²/2σ² + const).
+    magnitudes = np.abs(samples)
+    counts = np.bincount(magnitudes, minlength=2).astype(np.float64)
+    if counts.size % 2:
+        counts = np.append(counts, 0.0)
+    ks = np.arange(counts.size, dtype=np.int64)
+    weights = law.pmf(ks) * np.where(ks == 0, 1.0, 2.0)
+    low, high = counts[0::2], counts[1::2]
+    totals = low + high
+    success = weights[1::2] / np.maximum(weights[0::2] + weights[1::2], 1e-300)
+    usable = totals * np.minimum(success, 1 - success) >= 5
+    if usable.any():
+        expected = totals[usable] * success[usable]
+        spread = totals[usable] * success[usable] * (1 - success[usable])
+        slope_z = float((high[usable] - expected).sum() / math.sqrt(spread.sum()))
+    else:
+        slope_z = 0.0
+    nonzero = int(np.count_nonzero(samples))
+    positive = int(np.count_nonzero(samples > 0))
+    symmetry_z = (positive - nonzero / 2) / math.sqrt(max(nonzero, 1) / 4)
+    return {
+        "chi2": chi.statistic,
+        "chi2_dof": chi.dof,
+        "chi2_p": chi.p_value,
+        "variance_ratio": second / law.variance,
+        "variance_z": variance_z,
+        "variance_p": _two_sided(variance_z),
+        "log_slope_z": slope_z,
+        "log_slope_p": _two_sided(slope_z),
+        "symmetry_z": symmetry_z,
+        "symmetry_p": _two_sided(symmetry_z),
+    }
+
+
+def _empirical_pmf(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict[str, Any]:
+    reach = math.ceil(4 * law.sigma) + 1
+    support = np.arange(-reach, reach + 1, dtype=np.int64)
+    clipped = samples[np.abs(samples) <= reach] + reach
+    counts = np.bincount(clipped, minlength=support.size)
+    return {
+        "support": support.tolist(),
+        "empirical": (counts / samples.size).tolist(),
+        "exact": law.pmf(support).tolist(),
+    }
+
+
+def audit_sampler_fit(
+    target: AuditTarget,
+    *,
+    tier: Tier = "fast",
+    seed: int = 0,
+    sigmas: Sequence[float] | None = None,
+    samples: int | None = None,
+) -> AuditResult:
+    """Audit 1: goodness of fit of every sampler against N_ℤ(0, σ²) at several σ.
+
+    Four tests per (sampler, σ): Pearson χ² with pooled tail bins, a variance z-test, a log-slope
+    test over disjoint magnitude pairs and a sign-symmetry test; every p-value is compared with
+    α/m (Bonferroni over all m tests, family-wise α = 1e-6).
+
+    Parameters
+    ----------
+    target
+        The implementation.
+    tier
+        ``"fast"`` (σ ∈ {0.5, 1, 3, 10}, 2e5 exact / 1e6 table draws each) or ``"deep"``.
+    seed
+        Seed of the sampling streams (each (sampler, σ) gets its own).
+    sigmas, samples
+        Override the tier's σ grid and per-σ sample count.
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> result = audit_sampler_fit(OurTarget(), sigmas=[2.0], samples=20_000)
+    >>> result.verdict.value, result.samples
+    ('pass', 40000)
+    """
+    tier = check_tier(tier)
+    start = time.perf_counter()
+    samplers = list(target.samplers())
+    if not samplers:
+        return not_applicable(1, "sampler-fit", target.name, "no discrete Gaussian sampler")
+    grid = tuple(sigmas) if sigmas is not None else _FIT_SIGMAS[tier]
+    tests = 4 * len(samplers) * len(grid)
+    per_test = FAMILY_ALPHA / tests
+    cells: list[dict[str, Any]] = []
+    findings: list[str] = []
+    smallest = 1.0
+    total = 0
+    plot: dict[str, Any] = {}
+    for index, sampler in enumerate(samplers):
+        count = samples if samples is not None else _FIT_SAMPLES[tier][sampler.exact]
+        for position, sigma in enumerate(grid):
+            law = DiscreteGaussianLaw(sigma)
+            draw = sampler.prepare(sigma)
+            values = np.asarray(draw(count, seed * 1000 + 100 * index + position + 1))
+            total += values.size
+            if values.dtype.kind not in "iu":
+                findings.append(f"{sampler.name} σ={sigma}: output dtype {values.dtype}")
+                values = np.rint(values.astype(np.float64))
+            result = _fit_tests(values.astype(np.int64), law)
+            result.update({"sampler": sampler.name, "sigma": sigma, "samples": int(values.size)})
+            cells.append(result)
+            for test in ("chi2", "variance", "log_slope", "symmetry"):
+                p = float(result[f"{test}_p"])
+                smallest = min(smallest, p)
+                if p < per_test:
+                    findings.append(
+                        f"{sampler.name} σ={sigma}: {test} p = {p:.3g} < {per_test:.2g}"
+                    )
+            if not plot or (sigma == 3.0 and index == 0):
+                pmf = _empirical_pmf(values.astype(np.int64), law)
+                plot = {"sampler": sampler.name, "sigma": sigma, **pmf}
+    return AuditResult(
+        audit=1,
+        name="sampler-fit",
+        target=target.name,
+        statistic="smallest p-value of χ² (tail bins), variance z, log-slope z, symmetry z",
+        value=smallest,
+        threshold=f"every p ≥ α/m = {per_test:.2g} (m = {tests}, family-wise α = 1e-6)",
+        samples=total,
+        verdict=Verdict.FAIL if findings else Verdict.PASS,
+        error_rate=FAMILY_ALPHA,
+        findings=tuple(findings),
+        details={"cells": cells, "plot_pmf": plot},
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _trace_sampler(sampler: SamplerUnderTest, size: int) -> list[str]:
+    found: list[str] = []
+    for sigma in _TRACE_SIGMAS:
+        draw = sampler.prepare(sigma)  # setup is outside the trace
+        trace = trace_floats(partial(draw, size, 11), modules=sampler.sampling_modules)
+        found.extend(f"σ={sigma}: {finding}" for finding in trace.findings[:5])
+    return found
+
+
+def audit_sampler_exactness(
+    target: AuditTarget, *, tier: Tier = "fast", seed: int = 0
+) -> AuditResult:
+    """Audit 2: integer outputs, known answers from replayed streams, no floating point.
+
+    Four deterministic checks per sampler: every output is an integer dtype; the committed known
+    answers are reproduced from their replayed streams; one seed gives the same output twice;
+    and, for a sampler that claims exactness, a :class:`~audits.float_trace.FloatTrace` over the
+    draw (values, C calls, executed bytecode) finds no floating point at four σ regimes.
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> result = audit_sampler_exactness(OurTarget())
+    >>> result.verdict.value, result.value
+    ('pass', 0.0)
+    """
+    tier = check_tier(tier)
+    start = time.perf_counter()
+    samplers = list(target.samplers())
+    if not samplers:
+        return not_applicable(2, "sampler-exactness", target.name, "no discrete Gaussian sampler")
+    findings: list[str] = []
+    checks = 0
+    by_name = {s.name: s for s in samplers}
+    answers = list(target.known_answers())
+    for answer in answers:
+        sampler = by_name.get(answer.sampler)
+        if sampler is None:
+            continue
+        checks += 1
+        got = [int(v) for v in sampler.prepare(answer.sigma)(len(answer.values), answer.seed)]
+        if got != list(answer.values):
+            findings.append(
+                f"{answer.sampler} σ={answer.sigma} seed={answer.seed}: known answer differs "
+                f"(first {got[:4]} vs {list(answer.values[:4])})"
+            )
+    trace_size = 200 if tier == "fast" else 2000
+    traced: dict[str, list[str]] = {}
+    for sampler in samplers:
+        for sigma in (0.5, 3.0, 1000.0):
+            draw = sampler.prepare(sigma)
+            first, second = np.asarray(draw(500, seed + 7)), np.asarray(draw(500, seed + 7))
+            checks += 2
+            if first.dtype.kind not in "iu":
+                findings.append(f"{sampler.name} σ={sigma}: outputs are {first.dtype}")
+            if not np.array_equal(first, second):
+                findings.append(f"{sampler.name} σ={sigma}: one seed gave two different outputs")
+        checks += len(_TRACE_SIGMAS)
+        traced[sampler.name] = _trace_sampler(sampler, trace_size)
+        if sampler.exact:
+            findings.extend(
+                f"{sampler.name} (claims exact): float {f}" for f in traced[sampler.name]
+            )
+    return AuditResult(
+        audit=2,
+        name="sampler-exactness",
+        target=target.name,
+        statistic="failed deterministic checks (dtype, known answers, replay, float trace)",
+        value=float(len(findings)),
+        threshold="0 failures",
+        samples=checks,
+        verdict=Verdict.FAIL if findings else Verdict.PASS,
+        error_rate=0.0,
+        findings=tuple(findings),
+        details={
+            "known_answers": len(answers),
+            "float_trace_findings": traced,
+            "float_trace_draws_per_sigma": trace_size,
+            "traced_sigmas": list(_TRACE_SIGMAS),
+        },
+        seconds=time.perf_counter() - start,
+    )
+
+
+def audit_sampler_timing(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0) -> AuditResult:
+    """Audit 3: correlation of one draw's time with |x| (the attack of Jin et al. 2022).
+
+    Single draws (``size=1``) are timed with ``perf_counter_ns``; the statistic is Spearman's
+    correlation between time and |x| with its p-value. A sampler that claims a constant-time
+    mode fails when p < α = 1e-6; otherwise the audit reports the measurement (our samplers claim
+    none: their docstrings say a batch's time depends on the random stream, not on the data).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> audit_sampler_timing(OurTarget()).verdict.value
+    'report'
+    """
+    tier = check_tier(tier)
+    start = time.perf_counter()
+    samplers = list(target.samplers())
+    if not samplers:
+        return not_applicable(3, "sampler-timing", target.name, "no discrete Gaussian sampler")
+    draws = 1500 if tier == "fast" else 20_000
+    sigma = 10.0
+    rows: list[dict[str, Any]] = []
+    findings: list[str] = []
+    claimed = False
+    strongest = 0.0
+    for sampler in samplers:
+        draw = sampler.prepare(sigma)
+        draw(1, seed)  # warm caches
+        times = np.empty(draws, dtype=np.float64)
+        magnitudes = np.empty(draws, dtype=np.float64)
+        for i in range(draws):
+            began = time.perf_counter_ns()
+            value = draw(1, seed * 100_003 + i)
+            times[i] = time.perf_counter_ns() - began
+            magnitudes[i] = abs(int(np.asarray(value).ravel()[0]))
+        rho, p_value = stats.spearmanr(times, magnitudes)
+        rho = float(np.nan_to_num(rho))
+        p_value = float(np.nan_to_num(p_value, nan=1.0))
+        tail = magnitudes > np.quantile(magnitudes, 0.9)
+        rows.append(
+            {
+                "sampler": sampler.name,
+                "constant_time_claimed": sampler.constant_time,
+                "spearman": rho,
+                "p_value": p_value,
+                "median_ns": float(np.median(times)),
+                "median_ns_top_decile_abs_x": float(np.median(times[tail])) if tail.any() else None,
+            }
+        )
+        if abs(rho) >= abs(strongest):
+            strongest = rho
+        if sampler.constant_time:
+            claimed = True
+            if p_value < FAMILY_ALPHA:
+                findings.append(
+                    f"{sampler.name} claims constant time but time correlates with |x| "
+                    f"(Spearman {rho:.3f}, p = {p_value:.2g})"
+                )
+    verdict = (Verdict.FAIL if findings else Verdict.PASS) if claimed else Verdict.REPORT
+    return AuditResult(
+        audit=3,
+        name="sampler-timing",
+        target=target.name,
+        statistic=f"Spearman correlation of single-draw time with |x| (σ = {sigma:g})",
+        value=strongest,
+        threshold="reported; fails only if a constant-time mode is claimed and p < 1e-6",
+        samples=draws * len(samplers),
+        verdict=verdict,
+        error_rate=FAMILY_ALPHA if claimed else None,
+        findings=tuple(findings),
+        details={
+            "samplers": rows,
+            "claims": "no sampler of this target claims a constant-time mode"
+            if not claimed
+            else "constant time claimed",
+        },
+        seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,163 @@
+"""The self-check: every audit passes on the real code, and every mutant is caught.
+
+In the fast mode each mutant runs the audits expected to see it, cheapest first, and stops at
+the first that catches it (enough to prove the audits bite, and fast enough for CI); with
+``matrix=True`` every audit runs against every mutant, which fills the whole catch table.
+Against mutants, audit 5 uses 300 releases per neighbour and no power requirement: a
+violation, not tightness, is what it hunts there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from audits.mutants import MUTANTS, Mutant
+from audits.ours import OurTarget
+from audits.records import AuditResult, Tier, Verdict, check_tier
+from audits.suite import AUDITS, Progress, run_audits
+
+__all__ = ["MutantOutcome", "SelfCheckReport", "run_self_check"]
+
+logger = logging.getLogger(__name__)
+
+#: Rough cost order of the audits in the fast tier (cheapest first) for mutant runs.
+_COST_ORDER = (8, 4, 2, 1, 6, 9, 7, 3, 5)
+_MUTANT_OPTIONS: dict[int, dict[str, Any]] = {5: {"releases": 300, "require_power": False}}
+
+
+@dataclass(frozen=True)
+class MutantOutcome:
+    """Which audits ran against a mutant and which caught it (with their first findings).
+
+    Examples
+    --------
+    >>> MutantOutcome("m", "a bug", (4,), (4,), {4: ("claimed ε < exact",)}, 0.1).caught
+    True
+    """
+
+    name: str
+    description: str
+    ran: tuple[int, ...]
+    caught_by: tuple[int, ...]
+    findings: dict[int, tuple[str, ...]]
+    seconds: float
+
+    @property
+    def caught(self) -> bool:
+        """Whether at least one audit failed on the mutant."""
+        return bool(self.caught_by)
+
+
+@dataclass(frozen=True)
+class SelfCheckReport:
+    """Real-code results, one outcome per mutant, and the catch rate.
+
+    Examples
+    --------
+    >>> report = SelfCheckReport(real=[], mutants=[])
+    >>> report.catch_rate, report.passed
+    (1.0, True)
+    """
+
+    real: list[AuditResult]
+    mutants: list[MutantOutcome]
+    seed: int = 0
+    tier: str = "fast"
+    matrix: bool = False
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def false_alarms(self) -> list[AuditResult]:
+        """Audits that failed on the real code."""
+        return [r for r in self.real if r.verdict is Verdict.FAIL]
+
+    @property
+    def catch_rate(self) -> float:
+        """Fraction of mutants caught by at least one audit."""
+        if not self.mutants:
+            return 1.0
+        return sum(m.caught for m in self.mutants) / len(self.mutants)
+
+    @property
+    def passed(self) -> bool:
+        """No false alarm on the real code and every mutant caught."""
+        return not self.false_alarms and self.catch_rate == 1.0
+
+
+def _mutant_run(mutant: Mutant, *, tier: Tier, seed: int, matrix: bool) -> MutantOutcome:
+    start = time.perf_counter()
+    target = OurTarget()
+    if matrix:
+        order = [spec.number for spec in AUDITS]
+    else:
+        order = sorted(mutant.expected_audits, key=_COST_ORDER.index)
+    ran: list[int] = []
+    caught: list[int] = []
+    findings: dict[int, tuple[str, ...]] = {}
+    with mutant.inject():
+        for number in order:
+            [result] = run_audits(
+                target, tier=tier, seed=seed, only=[number], options=_MUTANT_OPTIONS
+            )
+            ran.append(number)
+            if result.verdict is Verdict.FAIL:
+                caught.append(number)
+                findings[number] = result.findings[:3]
+                if not matrix:
+                    break
+    return MutantOutcome(
+        mutant.name,
+        mutant.description,
+        tuple(ran),
+        tuple(caught),
+        findings,
+        time.perf_counter() - start,
+    )
+
+
+def run_self_check(
+    *,
+    tier: Tier = "fast",
+    seed: int = 0,
+    matrix: bool = False,
+    mutants: Sequence[Mutant] = MUTANTS,
+    progress: Progress | None = None,
+) -> SelfCheckReport:
+    """Run every audit on the real code, then the audits against every mutant.
+
+    Examples
+    --------
+    >>> from audits.mutants import mutant_by_name
+    >>> report = run_self_check(mutants=[mutant_by_name("rho_quarter")])  # doctest: +SKIP
+    >>> report.mutants[0].caught_by  # doctest: +SKIP
+    (4,)
+    """
+    tier = check_tier(tier)
+    start = time.perf_counter()
+    total = len(AUDITS) + len(mutants)
+
+    def step(label: str, done: int, _total: int) -> None:
+        if progress is not None:
+            progress(label, min(done, len(AUDITS)), total)
+
+    real = run_audits(OurTarget(), tier=tier, seed=seed, progress=step)
+    outcomes: list[MutantOutcome] = []
+    for index, mutant in enumerate(mutants):
+        if progress is not None:
+            progress(mutant.name[:15], len(AUDITS) + index, total)
+        outcomes.append(_mutant_run(mutant, tier=tier, seed=seed, matrix=matrix))
+    if progress is not None:
+        progress("done", total, total)
+    return SelfCheckReport(
+        real=real,
+        mutants=outcomes,
+        seed=seed,
+        tier=tier,
+        matrix=matrix,
+        seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,137 @@
+"""The nine audits as one suite: names, tiers, and a runner that never lets one audit crash
+the rest (an audit that raises is recorded as a FAIL naming the exception)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from audits.canary_audit import audit_canaries
+from audits.privacy_audits import audit_accountant, audit_dropout_noise, audit_epsilon_lower_bound
+from audits.protocol_audits import audit_secure_sum, audit_shamir_masks_graph
+from audits.records import AuditResult, Tier, Verdict, check_tier
+from audits.sampler_audits import audit_sampler_exactness, audit_sampler_fit, audit_sampler_timing
+from audits.targets import AuditTarget
+
+__all__ = ["AUDITS", "AuditSpec", "Progress", "audit_by_number", "run_audits"]
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """One audit: its number (issue 7), name, and function ``(target, *, tier, seed, ...)``.
+
+    Examples
+    --------
+    >>> AUDITS[0].number, AUDITS[0].name
+    (1, 'sampler-fit')
+    """
+
+    number: int
+    name: str
+    function: Callable[..., AuditResult]
+
+
+AUDITS: tuple[AuditSpec, ...] = (
+    AuditSpec(1, "sampler-fit", audit_sampler_fit),
+    AuditSpec(2, "sampler-exactness", audit_sampler_exactness),
+    AuditSpec(3, "sampler-timing", audit_sampler_timing),
+    AuditSpec(4, "accountant", audit_accountant),
+    AuditSpec(5, "epsilon-lower-bound", audit_epsilon_lower_bound),
+    AuditSpec(6, "dropout-noise", audit_dropout_noise),
+    AuditSpec(7, "secure-sum", audit_secure_sum),
+    AuditSpec(8, "shamir-masks-graph", audit_shamir_masks_graph),
+    AuditSpec(9, "one-run-canaries", audit_canaries),
+)
+
+
+def audit_by_number(number: int) -> AuditSpec:
+    """The audit with this number.
+
+    Examples
+    --------
+    >>> audit_by_number(4).name
+    'accountant'
+    """
+    for spec in AUDITS:
+        if spec.number == number:
+            return spec
+    raise KeyError(f"no audit {number}; audits are 1–9")
+
+
+def _crashed(
+    spec: AuditSpec, target: AuditTarget, exc: BaseException, seconds: float
+) -> AuditResult:
+    trace = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return AuditResult(
+        audit=spec.number,
+        name=spec.name,
+        target=target.name,
+        statistic="the audit could not complete",
+        value=None,
+        threshold="the implementation must not raise",
+        samples=0,
+        verdict=Verdict.FAIL,
+        error_rate=0.0,
+        findings=(f"raised {trace[:300]}",),
+        details={"exception": trace},
+        seconds=seconds,
+    )
+
+
+def run_audits(
+    target: AuditTarget,
+    *,
+    tier: Tier = "fast",
+    seed: int = 0,
+    only: Sequence[int] | None = None,
+    options: Mapping[int, Mapping[str, Any]] | None = None,
+    progress: Progress | None = None,
+) -> list[AuditResult]:
+    """Run the audits (all, or ``only`` those numbers, in that order) against ``target``.
+
+    Parameters
+    ----------
+    target
+        The implementation (:class:`audits.ours.OurTarget`, :class:`audits.flower.FlowerTarget`).
+    tier
+        ``"fast"`` (CI, ≤ 2 minutes) or ``"deep"``.
+    seed
+        Seed of every statistical stream (recorded in each result's inputs).
+    only
+        Audit numbers to run.
+    options
+        Extra keyword arguments per audit number (e.g. ``{5: {"releases": 300}}``).
+    progress
+        Callback ``(label, done, total)``.
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> [r.verdict.value for r in run_audits(OurTarget(), only=[4, 8])]
+    ['pass', 'pass']
+    """
+    tier = check_tier(tier)
+    specs = list(AUDITS) if only is None else [audit_by_number(n) for n in only]
+    results: list[AuditResult] = []
+    for done, spec in enumerate(specs):
+        if progress is not None:
+            progress(spec.name, done, len(specs))
+        start = time.perf_counter()
+        kwargs = dict((options or {}).get(spec.number, {}))
+        try:
+            result = spec.function(target, tier=tier, seed=seed, **kwargs)
+        except Exception as exc:  # an implementation that raises is a finding, not a crash
+            logger.debug("audit %s raised", spec.name, exc_info=True)
+            result = _crashed(spec, target, exc, time.perf_counter() - start)
+        results.append(result)
+    if progress is not None:
+        progress("done", len(specs), len(specs))
+    return results

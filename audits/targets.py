@@ -1,0 +1,430 @@
+"""The adapter interface: what an implementation exposes so that the audits can examine it.
+
+An :class:`AuditTarget` hands out *capabilities*, each a small protocol; an audit asks for the
+capability it needs and reports ``n/a`` when the target has none. The statistical audits (1–6)
+use :class:`SamplerUnderTest`, :class:`AccountantUnderTest`, :class:`NeighbouringMechanism` and
+:class:`DropoutNoise`; the protocol audits (7, 8) use :class:`SansIOSecureSum` (the Hypothesis
+state machine drives parties that take a message and return messages), :class:`SecureSumUnderTest`
+(black-box round checks), :class:`MaskPRGUnderTest`, :class:`SecretSharingUnderTest` and
+:class:`GraphParametersUnderTest`; the one-run canary audit (9) uses
+:class:`NoisyAverageUnderTest`. Our implementation's adapter is :class:`audits.ours.OurTarget`;
+Flower's SecAgg+ is :class:`audits.flower.FlowerTarget`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "AccountantUnderTest",
+    "AuditTarget",
+    "Draw",
+    "DropoutNoise",
+    "GraphParametersUnderTest",
+    "KnownAnswer",
+    "MaskPRGUnderTest",
+    "NeighbouringMechanism",
+    "NoisyAverageUnderTest",
+    "OverflowProbe",
+    "SamplerUnderTest",
+    "SansIOSecureSum",
+    "SecretSharingUnderTest",
+    "SecureSumUnderTest",
+]
+
+#: ``draw(size, seed)``: ``size`` samples from a stream determined by ``seed`` (the sampling path).
+Draw = Callable[[int, int], NDArray[np.generic]]
+
+
+@dataclass(frozen=True)
+class KnownAnswer:
+    """The first outputs of a sampler from a replayed stream (``prepare(sigma)(len, seed)``).
+
+    Examples
+    --------
+    >>> KnownAnswer("exact", 1.0, 2, (0, 1)).sigma
+    1.0
+    """
+
+    sampler: str
+    sigma: float
+    seed: int
+    values: tuple[int, ...]
+
+
+@runtime_checkable
+class SamplerUnderTest(Protocol):
+    """A discrete Gaussian sampler (audits 1–3)."""
+
+    @property
+    def name(self) -> str:
+        """Short name."""
+        ...
+
+    @property
+    def exact(self) -> bool:
+        """Whether the sampler claims exactness with integer arithmetic only (audit 2)."""
+        ...
+
+    @property
+    def constant_time(self) -> bool:
+        """Whether it claims a constant-time mode (audit 3 fails only then)."""
+        ...
+
+    @property
+    def tv_bound(self) -> float:
+        """Claimed total-variation distance from N_ℤ(0, σ²) per draw (0 when exact)."""
+        ...
+
+    @property
+    def sampling_modules(self) -> tuple[str, ...]:
+        """Module prefixes whose code is on the sampling path (audit 2 reads their bytecode)."""
+        ...
+
+    def prepare(self, sigma: float) -> Draw:
+        """Build the sampler for σ (setup may use floats) and return its draw function."""
+        ...
+
+
+@runtime_checkable
+class AccountantUnderTest(Protocol):
+    """The claimed ε of composed discrete Gaussian releases (audit 4)."""
+
+    def discrete_gaussian_epsilon(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float
+    ) -> float:
+        """ε(δ) the implementation claims for ``rounds`` N_ℤ(0, σ²) releases of sensitivity Δ."""
+        ...
+
+
+@runtime_checkable
+class NeighbouringMechanism(Protocol):
+    """A noisy release on two fixed neighbouring inputs D (0) and D′ (1) (audit 5)."""
+
+    @property
+    def name(self) -> str:
+        """Short name."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """The configuration, in words (the reference configuration of the τ requirement)."""
+        ...
+
+    @property
+    def releases(self) -> Mapping[str, int] | None:
+        """Releases per neighbour by tier, for a costly mechanism (``None``: audit 5 decides)."""
+        ...
+
+    def release(self, neighbour: int, seed: int, *, secure: bool = False) -> NDArray[np.float64]:
+        """One release on D (``neighbour=0``) or D′ (``1``) as a flat float vector.
+
+        ``secure=False`` may skip the cryptography of a secure sum if the result is identical;
+        the audit checks that on a few seeds.
+        """
+        ...
+
+    def claimed_epsilon(self, delta: float) -> float:
+        """The ε the implementation claims for one release at δ."""
+        ...
+
+
+@runtime_checkable
+class DropoutNoise(Protocol):
+    """The noise of an aggregate when clients drop, and what was charged for it (audit 6)."""
+
+    @property
+    def name(self) -> str:
+        """Short name."""
+        ...
+
+    @property
+    def num_clients(self) -> int:
+        """Clients asked."""
+        ...
+
+    def noise(self, dropped: int, seed: int) -> tuple[NDArray[np.float64], float]:
+        """(noise of one release per coordinate, variance per coordinate the claim assumes)."""
+        ...
+
+
+@runtime_checkable
+class SansIOSecureSum(Protocol):
+    """Sans-I/O parties of a secure sum, for the Hypothesis state machine of audit 7."""
+
+    def setup(
+        self, *, n: int, degree: int | None, threshold: int, bits: int, dimension: int, seed: int
+    ) -> tuple[dict[int, Any], Any, dict[int, NDArray[np.uint64]], list[Any]]:
+        """(clients by id, server, inputs by id, the first messages in flight)."""
+        ...
+
+    def client_receive(self, client: Any, message: Any) -> list[Any]:
+        """Deliver to a client; raises :attr:`protocol_error` when it aborts."""
+        ...
+
+    def server_receive(self, server: Any, message: Any) -> list[Any]:
+        """Deliver to the server."""
+        ...
+
+    def close_phase(self, server: Any) -> list[Any]:
+        """The server's deadline for the current phase."""
+        ...
+
+    def to_server(self, message: Any) -> bool:
+        """Whether the message travels to the server."""
+        ...
+
+    def peer(self, message: Any) -> int:
+        """The client a message is from (to the server) or for (from the server)."""
+        ...
+
+    def hostile_unmask(self, message: Any, *, swap: bool = False) -> Any | None:
+        """A malicious server's variant of an unmask request (``None`` for other messages).
+
+        ``swap=False``: the first surviving neighbour is named dropped as well (both shares in
+        one request); ``swap=True``: it is moved to the dropped list (the other share, in a
+        second request).
+        """
+        ...
+
+    def revealed_shares(self, reply: Any) -> tuple[frozenset[int], frozenset[int]] | None:
+        """(owners of the self-mask-seed shares, owners of the key shares) in an unmask reply."""
+        ...
+
+    def server_outcome(self, server: Any) -> str:
+        """``"running"``, ``"completed"`` or ``"aborted"``."""
+        ...
+
+    def server_total(self, server: Any) -> tuple[NDArray[np.uint64], tuple[int, ...]]:
+        """(total, survivors) of a completed server."""
+        ...
+
+    def server_secrets(self, server: Any) -> tuple[dict[int, tuple[int, int]], set[int], set[int]]:
+        """(held share counts per owner, seeds reconstructed for, keys reconstructed for)."""
+        ...
+
+    @property
+    def protocol_error(self) -> type[Exception]:
+        """The base of the errors a party raises on a bad message."""
+        ...
+
+    @property
+    def peer_error(self) -> type[Exception]:
+        """The server's error for a faulty peer (the round goes on)."""
+        ...
+
+    @property
+    def abort_error(self) -> type[Exception]:
+        """The error of a round that aborts cleanly (too few survivors)."""
+        ...
+
+
+@dataclass(frozen=True)
+class OverflowProbe:
+    """Outcome of summing values whose total exceeds the modulus' centred range.
+
+    ``refused``: the implementation raised instead of summing; otherwise ``max_abs_error`` is the
+    distance of the result from the true sum and ``tolerance`` what quantisation explains.
+
+    Examples
+    --------
+    >>> OverflowProbe(refused=True, max_abs_error=0.0, tolerance=0.0, note="").refused
+    True
+    """
+
+    refused: bool
+    max_abs_error: float
+    tolerance: float
+    note: str
+
+
+@runtime_checkable
+class SecureSumUnderTest(Protocol):
+    """Black-box round checks (audit 7)."""
+
+    def run_round(
+        self, inputs: NDArray[np.int64], *, bits: int, dropped: Sequence[int], seed: int
+    ) -> tuple[NDArray[np.int64], tuple[int, ...]] | None:
+        """Sum integer rows mod 2^bits; ``dropped`` vanish after sharing keys.
+
+        Returns (total mod 2^bits, survivors) or ``None`` when the round halts.
+        """
+        ...
+
+    def survives_dropout(self, phase: str, seed: int) -> str | None:
+        """An honest round in which one client goes silent before ``phase``.
+
+        ``phase`` is ``"keys"``, ``"shares"``, ``"masked"`` or ``"unmask"``. Returns ``None`` when
+        the round completes with exactly the survivors' sum, else what went wrong.
+        """
+        ...
+
+    def answers_both_shares(self, seed: int) -> bool:
+        """Run a round to the unmask phase, ask one client for both shares of a survivor."""
+        ...
+
+    def overflow_probe(self, seed: int) -> OverflowProbe:
+        """Sum values whose total cannot fit the modulus."""
+        ...
+
+    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.int64] | None:
+        """The masked input vectors (rows, entries in Z_{2^bits}) an honest round's server
+        receives from clients whose inputs are all the same constant (``None``: not offered)."""
+        ...
+
+
+@runtime_checkable
+class MaskPRGUnderTest(Protocol):
+    """The mask generator (audit 8)."""
+
+    @property
+    def seed_bytes(self) -> int:
+        """Length of a pairwise seed."""
+        ...
+
+    @property
+    def session_bound(self) -> bool:
+        """Whether the expansion takes a session id (``False``: it has no such input, so the
+        audit's session-binding check does not apply; fresh keys per round must separate them)."""
+        ...
+
+    def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
+        """The mask of pairwise seed ``seed`` in session ``session``, entries in Z_{2^bits}."""
+        ...
+
+
+@runtime_checkable
+class SecretSharingUnderTest(Protocol):
+    """Shamir sharing (audit 8)."""
+
+    @property
+    def secret_bytes(self) -> int:
+        """Length of the secrets shared in the protocol."""
+        ...
+
+    def share(self, secret: bytes, threshold: int, num_shares: int, seed: int) -> list[Any]:
+        """``num_shares`` shares of ``secret``; any ``threshold`` of them reconstruct."""
+        ...
+
+    def reconstruct(self, shares: Sequence[Any]) -> bytes | None:
+        """The secret from shares (``None`` if the implementation refuses)."""
+        ...
+
+    def evaluate(
+        self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int
+    ) -> list[int] | None:
+        """Shares of ``secret`` under a given polynomial over a tiny field (``None``: fixed)."""
+        ...
+
+    def share_in_field(
+        self,
+        secret: int,
+        *,
+        copies: int,
+        threshold: int,
+        points: Sequence[int],
+        prime: int,
+        seed: int,
+    ) -> NDArray[np.int64] | None:
+        """``copies`` independent sharings of ``secret`` over Z_prime, (len(points), copies)
+        (``None``: the field is fixed)."""
+        ...
+
+
+@runtime_checkable
+class GraphParametersUnderTest(Protocol):
+    """The SecAgg+ degree and threshold choice (audit 8)."""
+
+    @property
+    def failure_log2(self) -> float:
+        """Claimed log2 bound on the recovery failure probability."""
+        ...
+
+    @property
+    def security_bits(self) -> float:
+        """Claimed statistical security in bits (secrecy + disconnection)."""
+        ...
+
+    def parameters(
+        self, num_clients: int, dropout_rate: float, corruption_rate: float
+    ) -> tuple[int, int]:
+        """(degree k, threshold t) chosen for n clients; k ≥ n − 1 means the complete graph."""
+        ...
+
+
+@runtime_checkable
+class NoisyAverageUnderTest(Protocol):
+    """One noisy (secure) average per round, for a DP training loop (audit 9)."""
+
+    def noisy_average(
+        self, vectors: NDArray[np.float64], *, clip: float, rho: float, seed: int
+    ) -> tuple[NDArray[np.float64], Any]:
+        """The released average of the clipped vectors and the release's privacy event."""
+        ...
+
+    def epsilon(self, events: Sequence[Any], delta: float) -> float:
+        """The ε claimed for all the releases together."""
+        ...
+
+
+@runtime_checkable
+class AuditTarget(Protocol):
+    """An implementation under audit: each method returns a capability or nothing."""
+
+    @property
+    def name(self) -> str:
+        """Short name (``ours``, ``flower``)."""
+        ...
+
+    def describe(self) -> Mapping[str, str]:
+        """Versions and configuration, for the report."""
+        ...
+
+    def samplers(self) -> Sequence[SamplerUnderTest]:
+        """Discrete Gaussian samplers."""
+        ...
+
+    def known_answers(self) -> Sequence[KnownAnswer]:
+        """Committed outputs from replayed streams."""
+        ...
+
+    def accountant(self) -> AccountantUnderTest | None:
+        """The privacy accountant."""
+        ...
+
+    def mechanisms(self) -> Sequence[NeighbouringMechanism]:
+        """Noisy releases on neighbouring inputs (the first is the reference configuration)."""
+        ...
+
+    def dropout_noise(self) -> Sequence[DropoutNoise]:
+        """Aggregates whose noise is checked under dropout."""
+        ...
+
+    def sans_io(self) -> SansIOSecureSum | None:
+        """Sans-I/O secure-sum parties."""
+        ...
+
+    def secure_sum(self) -> SecureSumUnderTest | None:
+        """Black-box secure-sum rounds."""
+        ...
+
+    def mask_prg(self) -> MaskPRGUnderTest | None:
+        """The mask PRG."""
+        ...
+
+    def secret_sharing(self) -> SecretSharingUnderTest | None:
+        """Shamir sharing."""
+        ...
+
+    def graph_parameters(self) -> GraphParametersUnderTest | None:
+        """SecAgg+ parameter choice."""
+        ...
+
+    def noisy_average(self) -> NoisyAverageUnderTest | None:
+        """The noisy average a DP trainer uses."""
+        ...

@@ -1,0 +1,232 @@
+"""Each audit against the real code, against hand-made broken targets, and its record."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import secagg
+from audits import (
+    AuditResult,
+    OurTarget,
+    Verdict,
+    audit_accountant,
+    audit_sampler_exactness,
+    audit_sampler_fit,
+    audit_sampler_timing,
+    run_audits,
+)
+from audits.ours import _OurSansIO
+from audits.targets import (
+    AccountantUnderTest,
+    AuditTarget,
+    GraphParametersUnderTest,
+    MaskPRGUnderTest,
+    NoisyAverageUnderTest,
+    SamplerUnderTest,
+    SansIOSecureSum,
+    SecretSharingUnderTest,
+    SecureSumUnderTest,
+)
+
+
+class _Base(OurTarget):
+    """Our target with some capabilities replaced by tests."""
+
+    name = "test-double"
+
+
+class _SleepySampler:
+    """Claims constant time, but sleeps in proportion to |x| (a caricature of a rejection loop)."""
+
+    name = "sleepy"
+    exact = True
+    constant_time = True
+    tv_bound = 0.0
+    sampling_modules: tuple[str, ...] = ()
+
+    def prepare(self, sigma: float) -> Any:
+        inner = OurTarget().samplers()[1].prepare(sigma)
+
+        def draw(size: int, seed: int) -> np.ndarray[Any, Any]:
+            values = inner(size, seed)
+            time.sleep(2e-5 * float(np.abs(values).sum()))
+            return values
+
+        return draw
+
+
+class _RoundedSampler:
+    """A rounded continuous Gaussian from numpy (float and global-RNG-free but inexact)."""
+
+    name = "rounded"
+    exact = True
+    constant_time = False
+    tv_bound = 0.0
+    sampling_modules = ("tests.audits", "test_audits")
+
+    def prepare(self, sigma: float) -> Any:
+        def draw(size: int, seed: int) -> np.ndarray[Any, Any]:
+            normal = np.random.default_rng(seed).normal(0.0, sigma, size)
+            return np.rint(normal).astype(np.int64)
+
+        return draw
+
+
+def test_every_capability_matches_its_protocol() -> None:
+    target = OurTarget()
+    assert isinstance(target, AuditTarget)
+    assert all(isinstance(s, SamplerUnderTest) for s in target.samplers())
+    assert isinstance(target.accountant(), AccountantUnderTest)
+    assert isinstance(target.sans_io(), SansIOSecureSum)
+    assert isinstance(target.secure_sum(), SecureSumUnderTest)
+    assert isinstance(target.mask_prg(), MaskPRGUnderTest)
+    assert isinstance(target.secret_sharing(), SecretSharingUnderTest)
+    assert isinstance(target.graph_parameters(), GraphParametersUnderTest)
+    assert isinstance(target.noisy_average(), NoisyAverageUnderTest)
+
+
+def test_timing_fails_only_where_constant_time_is_claimed() -> None:
+    class Sleepy(_Base):
+        def samplers(self) -> Sequence[SamplerUnderTest]:
+            return (_SleepySampler(),)
+
+    result = audit_sampler_timing(Sleepy())
+    assert result.verdict is Verdict.FAIL
+    assert "claims constant time" in result.findings[0]
+    assert audit_sampler_timing(OurTarget()).verdict is Verdict.REPORT
+
+
+def test_fit_and_exactness_catch_a_rounded_continuous_gaussian() -> None:
+    class Rounded(_Base):
+        def samplers(self) -> Sequence[SamplerUnderTest]:
+            return (_RoundedSampler(),)
+
+        def known_answers(self) -> Sequence[Any]:
+            return ()
+
+    fit = audit_sampler_fit(Rounded(), sigmas=[0.5, 1.0], samples=100_000)
+    assert fit.verdict is Verdict.FAIL
+    exact = audit_sampler_exactness(Rounded())
+    assert exact.verdict is Verdict.FAIL
+    assert any("local 'normal' is ndarray of float64" in f for f in exact.findings)
+    assert any("loads 'default_rng'" in f for f in exact.findings)
+
+
+def test_accountant_audit_catches_an_understated_epsilon() -> None:
+    class Optimist:
+        def discrete_gaussian_epsilon(
+            self, sigma: float, sensitivity: float, rounds: int, delta: float
+        ) -> float:
+            return 0.95 * OurTarget().accountant().discrete_gaussian_epsilon(  # type: ignore[union-attr]
+                sigma, sensitivity, rounds, delta
+            )
+
+    class Target(_Base):
+        def accountant(self) -> AccountantUnderTest | None:
+            return Optimist()
+
+    result = audit_accountant(Target())
+    assert result.verdict is Verdict.FAIL
+    assert "privacy understated" in result.findings[0]
+
+
+def test_missing_capabilities_are_not_applicable() -> None:
+    class Empty(_Base):
+        def samplers(self) -> Sequence[SamplerUnderTest]:
+            return ()
+
+        def accountant(self) -> AccountantUnderTest | None:
+            return None
+
+        def mechanisms(self) -> Sequence[Any]:
+            return ()
+
+        def dropout_noise(self) -> Sequence[Any]:
+            return ()
+
+        def noisy_average(self) -> NoisyAverageUnderTest | None:
+            return None
+
+    results = run_audits(Empty(), only=[1, 2, 3, 4, 5, 6, 9])
+    assert {r.verdict for r in results} == {Verdict.NOT_APPLICABLE}
+
+
+def test_an_audit_that_raises_is_a_failure_not_a_crash() -> None:
+    class Broken(_Base):
+        def accountant(self) -> AccountantUnderTest | None:
+            raise RuntimeError("boom")
+
+    [result] = run_audits(Broken(), only=[4])
+    assert result.verdict is Verdict.FAIL and "boom" in result.findings[0]
+
+
+def test_records_are_json_serialisable() -> None:
+    [result] = run_audits(OurTarget(), only=[8])
+    assert isinstance(result, AuditResult)
+    payload = json.loads(json.dumps(result.to_dict()))
+    assert payload["verdict"] == "pass" and payload["error_rate"] == pytest.approx(1e-6)
+    assert payload["statistic"] and payload["threshold"]
+
+
+@pytest.mark.slow
+def test_fast_tier_reference_tau_and_no_violation() -> None:
+    [result] = run_audits(OurTarget(), only=[5], options={5: {"releases": 400}})
+    reference = result.details["mechanisms"][0]
+    assert reference["fit_epsilon_lower"] <= reference["claimed_epsilon"]
+    assert 0.5 < result.tau < 1.0  # type: ignore[operator]
+
+
+def test_masked_input_check_catches_masks_that_never_take_m_minus_1() -> None:
+    class Biased(_Base):
+        def secure_sum(self) -> SecureSumUnderTest | None:
+            real = OurTarget().secure_sum()
+            assert real is not None
+
+            class Sum:
+                def __getattr__(self, name: str) -> Any:
+                    return getattr(real, name)
+
+                def masked_inputs(self, bits: int, dimension: int, seed: int) -> Any:
+                    # Three masks uniform on {0, …, M − 2}, as Flower's, added mod M.
+                    rng = np.random.default_rng(seed)
+                    masks = rng.integers(0, 2**bits - 1, size=(3, 3, dimension))
+                    return masks.sum(axis=0) % 2**bits
+
+            return Sum()  # type: ignore[return-value]
+
+    [result] = run_audits(Biased(), only=[8])
+    assert result.verdict is Verdict.FAIL
+    assert any("masked input of client" in f for f in result.findings)
+    [honest] = run_audits(OurTarget(), only=[8])
+    assert honest.details["masked_inputs"]["entries_per_client"] == 2**15
+
+
+def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -> None:
+    class Forgetful(_OurSansIO):
+        """After answering, the client forgets it did: state and held shares come back."""
+
+        def client_receive(self, client: Any, message: Any) -> list[Any]:
+            held = dict(client._held_seed_shares), dict(client._held_key_shares)
+            replies = super().client_receive(client, message)
+            if isinstance(message, secagg.UnmaskRequest):
+                client._state = secagg.ClientState.AWAITING_UNMASK_REQUEST
+                client._held_seed_shares.update(held[0])
+                client._held_key_shares.update(held[1])
+            return replies
+
+    class Target(_Base):
+        def sans_io(self) -> SansIOSecureSum | None:
+            return Forgetful()
+
+        def secure_sum(self) -> SecureSumUnderTest | None:
+            return None
+
+    [result] = run_audits(Target(), only=[7], options={7: {"examples": 10}})
+    assert result.verdict is Verdict.FAIL
+    assert "revealed both shares" in result.findings[0]

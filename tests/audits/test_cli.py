@@ -1,0 +1,55 @@
+"""The secagg-dp-audit command line: table, JSON, Markdown, plots, exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from audits import OurTarget, run_audits
+from audits.cli import main
+from audits.report import write_plots
+
+
+def test_selected_audits_write_every_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["--only", "4,8", "--out", str(tmp_path), "--seed", "2"])
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "4 accountant" in out and "PASS" in out and "τ" in out
+    payload = json.loads((tmp_path / "audit.json").read_text())
+    assert payload["meta"]["seed"] == 2
+    assert [r["name"] for r in payload["results"]] == ["accountant", "shamir-masks-graph"]
+    assert "| 4 accountant |" in (tmp_path / "audit.md").read_text()
+
+
+def test_plots_are_written_with_matplotlib(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    results = run_audits(
+        OurTarget(),
+        only=[1, 5],
+        options={
+            1: {"sigmas": [3.0], "samples": 20_000},
+            5: {"releases": 60, "require_power": False},
+        },
+    )
+    written = write_plots(results, tmp_path)
+    assert sorted(Path(p).name for p in written) == ["sampler_pmf.png", "trade_off.png"]
+    assert all(Path(p).stat().st_size > 1000 for p in written)
+
+
+def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--matrix"]) == 2
+    assert main(["--self-check", "--target", "flower"]) == 2
+    with pytest.raises(SystemExit):
+        main(["--tier", "medium"])
+
+
+def test_flower_target_fails_audit_8(tmp_path: Path) -> None:
+    pytest.importorskip("flwr")
+    assert main(["--target", "flower", "--only", "8,4", "--out", str(tmp_path)]) == 1
+    results = json.loads((tmp_path / "audit.json").read_text())["results"]
+    assert [r["verdict"] for r in results] == ["fail", "n/a"]
+    assert any("never [3]" in f for f in results[0]["findings"])
