@@ -136,8 +136,9 @@ class FedPlusConfig:
         ``"auto"`` (linear regression for real targets, else multinomial logistic regression),
         ``"logreg"``, ``"mlp"`` (ReLU, ``hidden`` units) or ``"linear"``.
     secure, bits, update_clip
-        Every sum through SecAgg(+) (default), its ring size, and the public clip of wₖ − w̃
-        (``None``: the largest, simulator convenience).
+        Every sum through SecAgg(+) (default), its ring size (64 for the majorise–minimise
+        iteration and RFA, whose weights reach α/δ), and the public clip of wₖ − w̃ (``None``:
+        the largest, simulator convenience).
     dropout
         Probability that a sampled party drops out before sending its masked input.
     eval_every
@@ -547,6 +548,9 @@ class FedPlusTrainer:
         dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
         reason: str | None = None
         survivors = sums = 0
+        method = "weiszfeld" if config.algorithm == "rfa" else config.aggregation_method
+        # Majorise–minimise weights span α/δ: 64-bit rings, as RFA in trainers.py.
+        bits = 64 if method == "weiszfeld" and regularizer != "squared_l2" else config.bits
         if keep.size < 2:
             reason = f"{keep.size} finite local model(s): a sum needs 2"
         else:
@@ -556,11 +560,11 @@ class FedPlusTrainer:
                     alpha,
                     regularizer=regularizer,
                     smoothing=delta,
-                    method="weiszfeld" if config.algorithm == "rfa" else config.aggregation_method,
+                    method=method,
                     max_iterations=config.aggregation_iterations,
                     tol=config.aggregation_tol,
                     secure=config.secure,
-                    settings=AverageSettings(bits=config.bits, clip=config.update_clip),
+                    settings=AverageSettings(bits=bits, clip=config.update_clip),
                     seed=_int_seed(config.seed, _AGGREGATE, index),
                     dropouts=dropouts,
                 )
@@ -571,7 +575,7 @@ class FedPlusTrainer:
                 survivors = len(aggregate.survivors)
                 self.upload_bytes += aggregate.upload_bytes
                 width = 2 * d if regularizer == "l1" else d + 1
-                self.payload_bytes += sums * survivors * math.ceil(width * config.bits / 8)
+                self.payload_bytes += sums * survivors * math.ceil(width * bits / 8)
                 if np.isfinite(aggregate.aggregate).all():
                     self.global_parameters = centre + aggregate.aggregate
                 else:
