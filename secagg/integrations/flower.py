@@ -55,6 +55,7 @@ __all__ = [
     "STATE_KEY",
     "GridSumResult",
     "SumEncoding",
+    "VectorEncoder",
     "dropout_phases",
     "make_secagg_mod",
     "run_secure_sum",
@@ -79,6 +80,8 @@ _STATES = (
 
 ClientAppCallable = Callable[["Message", "Context"], "Message"]
 _T = TypeVar("_T", bytes, int, float)
+VectorEncoder = Callable[["Message", "Context", ClientAppCallable], NDArray[np.float64]]
+"""A client half: (message, context, call_next) → the float vector this client sums."""
 
 
 # -- the encoding of a train reply into a summable vector ----------------------------------------
@@ -258,7 +261,10 @@ def _client_random(seed: int | None, config: SecAggConfig, client_id: int) -> Ke
 
 
 def make_secagg_mod(
-    *, seed: int | None = None, keep_metrics: bool = False
+    *,
+    seed: int | None = None,
+    keep_metrics: bool = False,
+    encoders: Mapping[str, VectorEncoder] | None = None,
 ) -> Callable[[Message, Context, ClientAppCallable], Message]:
     """A Flower Mod that runs our secure-sum client around a ClientApp's train function.
 
@@ -274,6 +280,11 @@ def make_secagg_mod(
     keep_metrics
         Forward the train reply's MetricRecords and ConfigRecords in plaintext with the masked
         vector. Off by default: the weight and any metric would leave the node unmasked.
+    encoders
+        Named client halves of other aggregations: when the server's masked-input record names
+        ``encoder``, ``encoders[name](message, context, call_next)`` computes the float vector
+        to sum instead of the train reply (the aggregations of :mod:`protocols.integrations`
+        register theirs). The vector is clipped to the round's ``clip`` and quantised.
 
     Returns
     -------
@@ -286,6 +297,8 @@ def make_secagg_mod(
     >>> callable(mod)
     True
     """
+
+    known = dict(encoders or {})
 
     def mod(message: Message, context: Context, call_next: ClientAppCallable) -> Message:
         from flwr.app import ConfigRecord, ConfigRecordValues, Error, RecordDict  # noqa: PLC0415
@@ -323,12 +336,16 @@ def make_secagg_mod(
                 extra = RecordDict()
                 if stage == "masked_input":
                     encoding = SumEncoding.from_record(saved)
+                    name = str(record.get("encoder", ""))
+                    if name and name not in known:
+                        raise RemoteProtocolError(f"no encoder {name!r} on this node", peer_id=0)
                     extra = _train_and_set_input(
                         message,
                         context,
                         call_next,
                         client=client,
                         encoding=encoding,
+                        encoder=known.get(name),
                         seed=seed,
                         keep_metrics=keep_metrics,
                     )
@@ -360,25 +377,38 @@ def _train_and_set_input(
     *,
     client: Client,
     encoding: SumEncoding,
+    encoder: VectorEncoder | None,
     seed: int | None,
     keep_metrics: bool,
 ) -> RecordDict:
-    """Run the train function on the message without our record; set the client's input."""
+    """Compute the vector to sum (the train reply, or a named encoder); set the client's input.
+
+    The next handler and the encoder see the message without our record.
+    """
     from flwr.app import RecordDict  # noqa: PLC0415
 
+    kept = RecordDict()
     record = message.content.config_records[RECORD_KEY]
     del message.content[RECORD_KEY]
     try:
-        reply = call_next(message, context)
+        if encoder is not None:
+            vector = np.asarray(encoder(message, context, call_next), dtype=np.float64)
+        else:
+            reply = call_next(message, context)
+            if reply.has_error():
+                raise ValueError(f"the train function failed: {reply.error.reason}")
+            vector = _reply_vector(reply.content, encoding)
+            if keep_metrics:
+                for name, metrics in reply.content.metric_records.items():
+                    kept[name] = metrics
+                for name, config in reply.content.config_records.items():
+                    kept[name] = config
     finally:
         message.content[RECORD_KEY] = record
-    if reply.has_error():
-        raise ValueError(f"the train function failed: {reply.error.reason}")
-    vector = _reply_vector(reply.content, encoding)
-    if vector.size != client.config.dimension:
+    if vector.ndim != 1 or vector.size != client.config.dimension:
         raise ValueError(
-            f"the train reply has {vector.size} summed values; the round sums "
-            f"{client.config.dimension}"
+            f"the client's vector has shape {vector.shape}; the round sums "
+            f"{client.config.dimension} values"
         )
     assert encoding.scale is not None
     rng = None
@@ -386,12 +416,6 @@ def _train_and_set_input(
         rng = _client_random(seed, client.config, client.client_id).spawn(b"quantize")
     quantizer = Quantizer(encoding.clip, encoding.scale)
     client.set_input(quantizer.to_ring(vector, client.config.ring, rng=rng))
-    kept = RecordDict()
-    if keep_metrics:
-        for name, metrics in reply.content.metric_records.items():
-            kept[name] = metrics
-        for name, config in reply.content.config_records.items():
-            kept[name] = config
     return kept
 
 
@@ -479,6 +503,7 @@ def run_secure_sum(
     group_id: str = "",
     seed: int | None = None,
     on_phase: Callable[[str, int], None] | None = None,
+    encoder: str = "",
 ) -> GridSumResult:
     """Securely sum the train replies of Flower nodes running :func:`secagg_mod`.
 
@@ -508,6 +533,9 @@ def run_secure_sum(
         Reproducible round nonce (tests); ``None`` draws it from the operating system.
     on_phase
         Called as ``on_phase(phase, number_of_messages)`` when a phase's messages go out.
+    encoder
+        Name of the client encoder (see :func:`make_secagg_mod`) that computes each node's
+        vector; ``""``: the train reply, encoded by ``encoding``.
 
     Returns
     -------
@@ -563,6 +591,7 @@ def run_secure_sum(
         record = ConfigRecord({"stage": stage, **fields})
         body = RecordDict({RECORD_KEY: record})
         if stage == "masked_input":
+            record["encoder"] = encoder
             for name, value in content.items():
                 body[name] = value
         download[stage] += len(fields.get("payload", b""))

@@ -1,0 +1,396 @@
+"""Our aggregations for Flower users: a strategy wrapper that aggregates through secure sums.
+
+:class:`SecureStrategy` wraps a Flower strategy of the Message API (``FedAvg`` and kin: it
+keeps their node sampling and train configuration) and replaces the plaintext aggregate with
+
+* ``"mean"`` — the secure weighted average (weights: the replies' ``num-examples``, capped);
+* ``"geometric_median"`` — RFA's smoothed Weiszfeld (:class:`~protocols.WeiszfeldRule`), each
+  iteration one secure average driven by :class:`~protocols.IterativeSecureAggregate`.
+
+The server only ever sees secure sums (over :func:`secagg.integrations.flower.run_secure_sum`).
+Client side, :func:`make_protocols_mod` is the secure-sum Mod with the aggregations' client
+halves registered as encoders: for the geometric median a client trains once per round, keeps
+its L2-clipped update in its ``Context`` and answers each Weiszfeld call with
+[βᵢwᵢ/(B·c), βᵢ/B, eᵢ/E] (the rule's own :meth:`~protocols.WeiszfeldRule.contributions`).
+
+Flower is imported lazily: importing this module never needs ``flwr``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from protocols.aggregation import (
+    CallPlan,
+    IterativeSecureAggregate,
+    ServerView,
+    WeiszfeldRule,
+)
+from secagg.integrations.flower import (
+    ClientAppCallable,
+    GridSumResult,
+    SumEncoding,
+    make_secagg_mod,
+    run_secure_sum,
+)
+
+if TYPE_CHECKING:
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+    from flwr.serverapp import Grid
+    from flwr.serverapp.strategy import Strategy
+
+__all__ = ["AGGREGATIONS", "RoundSummary", "SecureStrategy", "make_protocols_mod"]
+
+logger = logging.getLogger(__name__)
+
+AGGREGATIONS = ("mean", "geometric_median")
+PLAN_KEY = "secagg-dp.plan"
+CENTRE_KEY = "secagg-dp.centre"
+_STORED_VECTOR = "secagg-dp.rfa.vector"
+_STORED_META = "secagg-dp.rfa.meta"
+
+
+# -- shared: flattening ArrayRecords -------------------------------------------------------------
+
+
+def flatten_arrays(arrays: ArrayRecord) -> tuple[NDArray[np.float64], list[tuple[int, ...]]]:
+    """An ArrayRecord's arrays as one float vector, and their shapes (record order)."""
+    values = arrays.to_numpy_ndarrays()
+    shapes = [tuple(int(s) for s in a.shape) for a in values]
+    if not values:
+        return np.zeros(0), shapes
+    return np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in values]), shapes
+
+
+def unflatten_arrays(
+    vector: NDArray[np.float64], shapes: list[tuple[int, ...]], like: ArrayRecord
+) -> ArrayRecord:
+    """Inverse of :func:`flatten_arrays`, keeping ``like``'s keys and dtypes."""
+    from flwr.app import ArrayRecord  # noqa: PLC0415
+
+    originals = like.to_numpy_ndarrays()
+    out, start = [], 0
+    for shape, original in zip(shapes, originals, strict=True):
+        size = math.prod(shape)
+        out.append(vector[start : start + size].reshape(shape).astype(original.dtype))
+        start += size
+    return ArrayRecord(dict(zip(like.keys(), [_as_array(a) for a in out], strict=True)))
+
+
+def _as_array(values: NDArray[Any]) -> Any:
+    from flwr.app import Array  # noqa: PLC0415
+
+    return Array(values)
+
+
+# -- client side ---------------------------------------------------------------------------------
+
+
+def _l2_clip(vector: NDArray[np.float64], clip: float) -> NDArray[np.float64]:
+    norm = float(np.linalg.norm(vector))
+    return vector if norm <= clip else vector * (clip / norm)
+
+
+def _weiszfeld_encoder(
+    message: Message, context: Context, call_next: ClientAppCallable
+) -> NDArray[np.float64]:
+    """Client half of one Weiszfeld call: train at call 0, then reuse the stored update."""
+    from flwr.app import ArrayRecord, ConfigRecord  # noqa: PLC0415
+
+    plan_record = message.content.config_records[PLAN_KEY]
+    index = int(str(plan_record["index"]))
+    clip = float(str(plan_record["clip"]))
+    alpha_cap = float(str(plan_record["alpha-cap"]))
+    weight_key = str(plan_record["weight-key"])
+    group = message.metadata.group_id.split(".")[0]
+    if index == 0:
+        reply = call_next(message, context)
+        if reply.has_error():
+            raise ValueError(f"the train function failed: {reply.error.reason}")
+        records = list(reply.content.array_records.values())
+        if len(records) != 1:
+            raise ValueError("the train reply must hold exactly one ArrayRecord")
+        vector = _l2_clip(flatten_arrays(records[0])[0], clip)
+        alpha = 1.0
+        if weight_key:
+            found = [
+                m[weight_key] for m in reply.content.metric_records.values() if weight_key in m
+            ]
+            if not found:
+                raise ValueError(f"the train reply has no metric {weight_key!r}")
+            alpha = float(str(found[0]))
+        context.state[_STORED_VECTOR] = ArrayRecord([vector])
+        context.state[_STORED_META] = ConfigRecord({"alpha": alpha, "group": group})
+    else:
+        meta = context.state.config_records.get(_STORED_META)
+        if meta is None or str(meta["group"]) != group:
+            raise ValueError(f"Weiszfeld call {index} of round {group} without call 0")
+        vector = context.state.array_records[_STORED_VECTOR].to_numpy_ndarrays()[0]
+        alpha = float(str(meta["alpha"]))
+    weight_cap = float(str(plan_record["weight-cap"]))
+    raw_bounds = plan_record.get("extra-bounds", [])
+    bounds = tuple(float(b) for b in (raw_bounds if isinstance(raw_bounds, list) else []))
+    previous = None
+    parameters = {}
+    if index > 0:
+        centre = message.content.array_records[CENTRE_KEY].to_numpy_ndarrays()[0]
+        previous = ServerView(
+            np.asarray(centre, dtype=np.float64), 1.0, np.zeros(0), (), (), 1.0, None
+        )
+        parameters = {"smoothing": float(str(plan_record["smoothing"]))}
+    plan = CallPlan(index, weight_cap, bounds, previous, parameters)
+    rule = WeiszfeldRule(np.array([alpha]), clip=clip, weight_cap=alpha_cap)
+    contribution = rule.contributions(plan, vector[None, :])
+    beta = min(float(contribution.weights[0]), weight_cap)
+    extras = np.zeros(0) if contribution.extras is None else contribution.extras[0]
+    extras = np.clip(extras, -np.asarray(bounds), np.asarray(bounds))
+    return np.concatenate(
+        [vector * (beta / (weight_cap * clip)), [beta / weight_cap], extras / np.asarray(bounds)]
+    )
+
+
+def make_protocols_mod(
+    *, seed: int | None = None
+) -> Callable[[Message, Context, ClientAppCallable], Message]:
+    """The secure-sum Mod with the client halves of :data:`AGGREGATIONS` registered.
+
+    Examples
+    --------
+    >>> callable(make_protocols_mod(seed=1))
+    True
+    """
+    return make_secagg_mod(seed=seed, encoders={"weiszfeld": _weiszfeld_encoder})
+
+
+# -- server side ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSummary:
+    """What one round of :class:`SecureStrategy` released.
+
+    Attributes
+    ----------
+    server_round
+        1, 2, ...
+    sums
+        The secure sums of the round (one for the mean, one per Weiszfeld call).
+    objectives
+        Weiszfeld's released objective values F(z₀), F(z₁), ... (empty for the mean).
+    """
+
+    server_round: int
+    sums: tuple[GridSumResult, ...]
+    objectives: tuple[float, ...] = ()
+
+
+@dataclass
+class SecureStrategy:
+    """A Flower strategy whose aggregate is one of our secure aggregations.
+
+    Parameters
+    ----------
+    strategy
+        A Flower Message-API strategy (``flwr.serverapp.strategy.FedAvg`` …): it samples the
+        nodes and builds the train messages; its plaintext ``aggregate_train`` is never used.
+    aggregation
+        ``"mean"`` or ``"geometric_median"``.
+    clip
+        ``"mean"``: per-coordinate clip of the replies; ``"geometric_median"``: the public L2
+        clip c of each update.
+    weight_cap
+        Public cap on a client's weight (its ``num-examples``).
+    weight_key
+        The reply metric that weighs a client (``""``: all weights 1).
+    neighbors, threshold, modulus_bits, phase_timeout
+        Secure-sum parameters (see :func:`secagg.integrations.flower.run_secure_sum`).
+    smoothing, ftol, max_iterations
+        Weiszfeld's ν, relative objective tolerance and most steps (geometric median).
+    seed
+        Reproducible round nonces (tests).
+
+    Examples
+    --------
+    >>> SecureStrategy(strategy=None, aggregation="median")
+    Traceback (most recent call last):
+    ...
+    ValueError: aggregation must be one of ('mean', 'geometric_median'); got 'median'
+    """
+
+    strategy: Strategy | None
+    aggregation: str = "mean"
+    clip: float = 10.0
+    weight_cap: float = 100.0
+    weight_key: str = "num-examples"
+    neighbors: int | None = None
+    threshold: int | None = None
+    modulus_bits: int = 32
+    phase_timeout: float = 60.0
+    smoothing: float = 1e-6
+    ftol: float = 1e-6
+    max_iterations: int = 10
+    seed: int | None = None
+    history: list[RoundSummary] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {AGGREGATIONS}; got {self.aggregation!r}")
+
+    def _seed(self, *labels: int) -> int | None:
+        return None if self.seed is None else hash((self.seed, *labels)) & (2**63 - 1)
+
+    def start(
+        self,
+        grid: Grid,
+        initial_arrays: ArrayRecord,
+        num_rounds: int = 3,
+        train_config: ConfigRecord | None = None,
+        evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None,
+    ) -> Any:
+        """Run ``num_rounds`` rounds; return Flower's ``Result`` (final arrays, metrics).
+
+        Each round the wrapped strategy's ``configure_train`` picks the nodes and the train
+        content; the secure aggregation replaces ``aggregate_train``.
+        """
+        from flwr.app import ConfigRecord  # noqa: PLC0415
+        from flwr.serverapp.strategy import Result  # noqa: PLC0415
+
+        if self.strategy is None:
+            raise ValueError("SecureStrategy needs a Flower strategy to sample nodes")
+        arrays = initial_arrays
+        result = Result(arrays=arrays)
+        if evaluate_fn is not None and (metrics := evaluate_fn(0, arrays)) is not None:
+            result.evaluate_metrics_serverapp[0] = metrics
+        for server_round in range(1, num_rounds + 1):
+            config = ConfigRecord(dict(train_config or {}))
+            messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
+            if not messages:
+                logger.warning("round %d: the strategy sampled no node", server_round)
+                continue
+            nodes = sorted(m.metadata.dst_node_id for m in messages)
+            content = messages[0].content
+            if self.aggregation == "mean":
+                arrays = self._mean_round(grid, server_round, content, nodes, arrays)
+            else:
+                arrays = self._median_round(grid, server_round, content, nodes, arrays)
+            result.arrays = arrays
+            if (
+                evaluate_fn is not None
+                and (metrics := evaluate_fn(server_round, arrays)) is not None
+            ):
+                result.evaluate_metrics_serverapp[server_round] = metrics
+        return result
+
+    def _sum(
+        self, grid: Grid, content: RecordDict, nodes: list[int], **kwargs: Any
+    ) -> GridSumResult:
+        return run_secure_sum(
+            grid,
+            content,
+            node_ids=nodes,
+            threshold=self.threshold,
+            neighbors=self.neighbors,
+            modulus_bits=self.modulus_bits,
+            timeout=self.phase_timeout,
+            **kwargs,
+        )
+
+    def _mean_round(
+        self,
+        grid: Grid,
+        server_round: int,
+        content: RecordDict,
+        nodes: list[int],
+        arrays: ArrayRecord,
+    ) -> ArrayRecord:
+        encoding = SumEncoding(
+            clip=self.clip, weight_key=self.weight_key or None, weight_cap=self.weight_cap
+        )
+        outcome = self._sum(
+            grid,
+            content,
+            nodes,
+            encoding=encoding,
+            group_id=str(server_round),
+            seed=self._seed(server_round),
+        )
+        self.history.append(RoundSummary(server_round, (outcome,)))
+        _, shapes = flatten_arrays(arrays)
+        return unflatten_arrays(outcome.average, shapes, arrays)
+
+    def _median_round(
+        self,
+        grid: Grid,
+        server_round: int,
+        content: RecordDict,
+        nodes: list[int],
+        arrays: ArrayRecord,
+    ) -> ArrayRecord:
+        from flwr.app import ArrayRecord, ConfigRecord, RecordDict  # noqa: PLC0415
+
+        flat, shapes = flatten_arrays(arrays)
+        d = flat.size
+        rule = WeiszfeldRule(
+            np.ones(1),
+            clip=self.clip,
+            weight_cap=self.weight_cap,
+            smoothing=self.smoothing,
+            ftol=self.ftol,
+            max_iterations=self.max_iterations,
+        )
+        driver = IterativeSecureAggregate(rule, max_calls=self.max_iterations + 1)
+        plan = driver.start()
+        sums: list[GridSumResult] = []
+        while plan is not None:
+            assert plan.weight_cap is not None
+            bounds = list(plan.extra_bounds)
+            fields: dict[str, Any] = {
+                "index": plan.index,
+                "clip": self.clip,
+                "alpha-cap": self.weight_cap,
+                "weight-key": self.weight_key,
+                "weight-cap": plan.weight_cap,
+                "extra-bounds": bounds,
+                "smoothing": plan.parameters.get("smoothing", self.smoothing),
+            }
+            body = RecordDict({name: value for name, value in content.items()})
+            body[PLAN_KEY] = ConfigRecord(fields)
+            if plan.previous is not None:
+                body[CENTRE_KEY] = ArrayRecord([plan.previous.average])
+            outcome = self._sum(
+                grid,
+                body,
+                nodes,
+                encoding=SumEncoding(clip=1.0, weight_key=None),
+                dimension=d + 1 + len(bounds),
+                encoder="weiszfeld",
+                group_id=f"{server_round}.{plan.index}",
+                seed=self._seed(server_round, plan.index),
+            )
+            sums.append(outcome)
+            total = outcome.total
+            cap = plan.weight_cap
+            weight_sum = float(total[d]) * cap
+            if not weight_sum > 0:
+                raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
+            view = ServerView(
+                average=total[:d] * (cap * self.clip) / weight_sum,
+                weight_sum=weight_sum,
+                extras=total[d + 1 :] * np.asarray(bounds, dtype=np.float64),
+                survivors=tuple(outcome.client_ids[n] - 1 for n in outcome.survivors),
+                dropped=tuple(outcome.client_ids[n] - 1 for n in outcome.dropped),
+                certified_max_effective_weight=min(1.0, cap / weight_sum),
+                event=None,
+            )
+            plan = driver.receive(view)
+        self.history.append(
+            RoundSummary(server_round, tuple(sums), WeiszfeldRule.objectives(driver.transcript))
+        )
+        return unflatten_arrays(driver.transcript[-1].average, shapes, arrays)
