@@ -18,7 +18,8 @@ Nine audits (issue 7), each a function ``audit_*(target, *, tier="fast", seed=0)
 An audit examines a target through the adapter interface :class:`AuditTarget`
 (:class:`OurTarget` for this toolkit, :class:`audits.flower.FlowerTarget` for Flower's SecAgg+).
 :func:`run_self_check` runs every audit on the real code and against every planted bug in
-:mod:`audits.mutants`. The command line is ``secagg-dp-audit`` (:func:`audits.cli.main`).
+:mod:`audits.mutants`; :func:`run_false_alarm_check` repeats the real-code run over many seeds.
+The command line is ``secagg-dp-audit`` (:func:`audits.cli.main`).
 
 Examples
 --------
@@ -48,7 +49,13 @@ from audits.sampler_audits import (
     audit_sampler_timing,
     discrete_gaussian_law,
 )
-from audits.selfcheck import MutantOutcome, SelfCheckReport, run_self_check
+from audits.selfcheck import (
+    FalseAlarmReport,
+    MutantOutcome,
+    SelfCheckReport,
+    run_false_alarm_check,
+    run_self_check,
+)
 from audits.suite import AUDITS, AuditSpec, run_audits
 from audits.targets import AuditTarget, KnownAnswer, OverflowProbe
 
@@ -61,6 +68,7 @@ __all__ = [
     "AuditResult",
     "AuditSpec",
     "AuditTarget",
+    "FalseAlarmReport",
     "FloatTrace",
     "KnownAnswer",
     "Mutant",
@@ -83,6 +91,7 @@ __all__ = [
     "mutant_by_name",
     "run_audits",
     "run_canary_training",
+    "run_false_alarm_check",
     "run_self_check",
     "secure_sum_machine",
     "trace_floats",

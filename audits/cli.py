@@ -1,16 +1,19 @@
 """``secagg-dp-audit``: run the audits against our code or Flower's, or run the self-check.
 
     secagg-dp-audit [--tier fast|deep] [--target ours|flower] [--out DIR] [--self-check]
-                    [--matrix] [--seed N] [--only 1,4,8] [--no-plots]
+                    [--matrix] [--false-alarms N] [--seed N] [--only 1,4,8] [--no-plots]
 
 Prints a table (audit, statistic, value, threshold, samples, verdict, τ), writes ``audit.json``,
 ``audit.md`` and plots into ``--out`` (default ``audit-report``), and exits 1 when an audit
-fails (with ``--self-check``: when the real code fails an audit or a mutant goes uncaught).
+fails (with ``--self-check``: when the real code fails an audit or a mutant goes uncaught;
+with ``--false-alarms N``: when any audit fails on the real code at any of the seeds
+``--seed`` … ``--seed + N − 1``, written to ``false_alarms.json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -19,8 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from audits.records import AuditResult, Verdict
-from audits.report import format_catch_table, format_table, write_outputs
-from audits.selfcheck import run_self_check
+from audits.report import (
+    PLOTS_UNAVAILABLE,
+    format_catch_table,
+    format_table,
+    plots_available,
+    write_outputs,
+)
+from audits.selfcheck import run_false_alarm_check, run_self_check
 from audits.suite import run_audits
 from audits.targets import AuditTarget
 from protocols.cli._progress import ProgressBar
@@ -75,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --self-check: run every audit against every mutant (slow)",
     )
+    parser.add_argument(
+        "--false-alarms",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the audits on the real code at N seeds and count the failures",
+    )
     parser.add_argument("--only", default=None, help="comma-separated audit numbers")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument(
@@ -87,6 +103,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_results(results: Sequence[AuditResult]) -> None:
     print(format_table(results))
+
+
+def _false_alarms(args: argparse.Namespace, only: list[int] | None, bar: ProgressBar) -> int:
+    seeds = list(range(args.seed, args.seed + args.false_alarms))
+    report = run_false_alarm_check(seeds, tier=args.tier, only=only, progress=bar.update)
+    bar.close()
+    names = list(next(iter(report.verdicts.values())))
+    print("seed  | " + " | ".join(names))
+    for seed in seeds:
+        print(f"{seed:<5} | " + " | ".join(report.verdicts[seed][n] for n in names))
+    for seed, failed in report.failures.items():
+        for name, findings in failed.items():
+            print(f"  seed {seed}, {name}: {'; '.join(findings[:2])}")
+    print(
+        f"false alarms: {report.false_alarms} in {len(seeds)} seeds × {len(names)} audits "
+        f"({args.tier} tier, {report.seconds:.0f} s)"
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "false_alarms.json"
+    payload = {
+        "tier": report.tier,
+        "seeds": seeds,
+        "seconds": round(report.seconds, 1),
+        "false_alarms": report.false_alarms,
+        "verdicts": {str(k): v for k, v in report.verdicts.items()},
+        "failures": {
+            str(k): {n: list(f) for n, f in v.items()} for k, v in report.failures.items()
+        },
+    }
+    path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {path}")
+    return 1 if report.false_alarms else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     args = build_parser().parse_args(argv)
+    if not args.no_plots and not args.false_alarms and not plots_available():
+        print(PLOTS_UNAVAILABLE, file=sys.stderr)
+        args.no_plots = True
     if args.matrix and not args.self_check:
         print("--matrix needs --self-check", file=sys.stderr)
         return 2
@@ -126,6 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {', '.join(written)}")
         return 0 if report.passed else 1
     only = None if args.only is None else [int(v) for v in args.only.split(",") if v.strip()]
+    if args.false_alarms:
+        if args.target != "ours" or args.self_check:
+            print("--false-alarms audits this toolkit alone: use --target ours", file=sys.stderr)
+            return 2
+        return _false_alarms(args, only, bar)
     try:
         target = make_target(args.target)
     except ImportError as exc:

@@ -85,8 +85,7 @@ def load_flower() -> SimpleNamespace:
         return SimpleNamespace(**{k: importlib.import_module(v) for k, v in _MODULES.items()})
     except ImportError as exc:
         raise ImportError(
-            f"the Flower adapter needs flwr=={FLOWER_VERSION}: pip install 'secagg-dp[flower]' "
-            f"({exc})"
+            f"the Flower adapter needs flwr=={FLOWER_VERSION}: pip install 'flwr==1.42.0' ({exc})"
         ) from exc
 
 

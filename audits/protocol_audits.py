@@ -76,7 +76,7 @@ def secure_sum_machine(sans_io: SansIOSecureSum, seed: int) -> type[RuleBasedSta
         )
     except ImportError as exc:  # pragma: no cover - the audit extra installs it
         raise ImportError(
-            "audit 7's state machine needs hypothesis: pip install 'secagg-dp[audit]'"
+            "audit 7's state machine needs hypothesis: pip install 'secagg-dp[test]'"
         ) from exc
 
     class AuditedSecureSum(RuleBasedStateMachine):

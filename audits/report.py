@@ -16,7 +16,33 @@ from audits.records import AuditResult
 from audits.selfcheck import SelfCheckReport
 from audits.statistics import gaussian_trade_off
 
-__all__ = ["format_catch_table", "format_table", "write_outputs", "write_plots"]
+__all__ = [
+    "PLOTS_UNAVAILABLE",
+    "format_catch_table",
+    "format_table",
+    "plots_available",
+    "write_outputs",
+    "write_plots",
+]
+
+#: What the command line says when it cannot draw.
+PLOTS_UNAVAILABLE = "plots skipped: matplotlib is not installed (pip install 'secagg-dp[plot]')"
+
+
+def plots_available() -> bool:
+    """Whether matplotlib can be imported.
+
+    Examples
+    --------
+    >>> isinstance(plots_available(), bool)
+    True
+    """
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        return False
+    return True
+
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +201,7 @@ def write_plots(results: Sequence[AuditResult], directory: Path) -> list[str]:
         matplotlib.use("Agg")
         pyplot = importlib.import_module("matplotlib.pyplot")
     except ImportError:
-        logger.warning("matplotlib is not installed: plots skipped (pip install 'secagg-dp[plot]')")
+        logger.warning(PLOTS_UNAVAILABLE)
         return []
     written: list[str] = []
     for r in results:

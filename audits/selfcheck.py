@@ -20,7 +20,13 @@ from audits.ours import OurTarget
 from audits.records import AuditResult, Tier, Verdict, check_tier
 from audits.suite import AUDITS, Progress, run_audits
 
-__all__ = ["MutantOutcome", "SelfCheckReport", "run_self_check"]
+__all__ = [
+    "FalseAlarmReport",
+    "MutantOutcome",
+    "SelfCheckReport",
+    "run_false_alarm_check",
+    "run_self_check",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -160,4 +166,60 @@ def run_self_check(
         tier=tier,
         matrix=matrix,
         seconds=time.perf_counter() - start,
+    )
+
+
+@dataclass(frozen=True)
+class FalseAlarmReport:
+    """Every audit on the real code at several seeds: which (seed, audit) pairs failed.
+
+    Examples
+    --------
+    >>> FalseAlarmReport(seeds=(0, 1), tier="fast", failures={}, verdicts={}).false_alarms
+    0
+    """
+
+    seeds: tuple[int, ...]
+    tier: str
+    failures: dict[int, dict[str, tuple[str, ...]]]
+    verdicts: dict[int, dict[str, str]]
+    seconds: float = 0.0
+
+    @property
+    def false_alarms(self) -> int:
+        """How many (seed, audit) runs failed."""
+        return sum(len(by_audit) for by_audit in self.failures.values())
+
+
+def run_false_alarm_check(
+    seeds: Sequence[int],
+    *,
+    tier: Tier = "fast",
+    only: Sequence[int] | None = None,
+    progress: Progress | None = None,
+) -> FalseAlarmReport:
+    """Run the audits on the real code once per seed; every FAIL is a false alarm.
+
+    Examples
+    --------
+    >>> report = run_false_alarm_check([0, 1], only=[4])
+    >>> report.false_alarms, report.verdicts[1]
+    (0, {'accountant': 'pass'})
+    """
+    tier = check_tier(tier)
+    start = time.perf_counter()
+    failures: dict[int, dict[str, tuple[str, ...]]] = {}
+    verdicts: dict[int, dict[str, str]] = {}
+    for index, seed in enumerate(seeds):
+        if progress is not None:
+            progress(f"seed {seed}", index, len(seeds))
+        results = run_audits(OurTarget(), tier=tier, seed=seed, only=only)
+        verdicts[seed] = {r.name: r.verdict.value for r in results}
+        failed = {r.name: r.findings for r in results if r.verdict is Verdict.FAIL}
+        if failed:
+            failures[seed] = failed
+    if progress is not None:
+        progress("done", len(seeds), len(seeds))
+    return FalseAlarmReport(
+        tuple(seeds), tier, failures, verdicts, seconds=time.perf_counter() - start
     )

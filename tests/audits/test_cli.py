@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def test_selected_audits_write_every_output(
 
 
 def test_plots_are_written_with_matplotlib(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="plots need matplotlib (extra 'plot')")
     results = run_audits(
         OurTarget(),
         only=[1, 5],
@@ -40,15 +41,34 @@ def test_plots_are_written_with_matplotlib(tmp_path: Path) -> None:
     assert all(Path(p).stat().st_size > 1000 for p in written)
 
 
+def test_false_alarm_run_counts_failures_per_seed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--false-alarms", "2", "--only", "4", "--seed", "5", "--out", str(tmp_path)]) == 0
+    assert "false alarms: 0 in 2 seeds" in capsys.readouterr().out
+    payload = json.loads((tmp_path / "false_alarms.json").read_text())
+    assert payload["seeds"] == [5, 6] and payload["verdicts"]["6"] == {"accountant": "pass"}
+
+
+def test_without_matplotlib_the_run_says_so_and_writes_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    assert main(["--only", "4", "--out", str(tmp_path)]) == 0
+    assert "matplotlib is not installed" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.json", "audit.md"]
+
+
 def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--matrix"]) == 2
     assert main(["--self-check", "--target", "flower"]) == 2
+    assert main(["--false-alarms", "2", "--target", "flower"]) == 2
     with pytest.raises(SystemExit):
         main(["--tier", "medium"])
 
 
 def test_flower_target_fails_audit_8(tmp_path: Path) -> None:
-    pytest.importorskip("flwr")
+    pytest.importorskip("flwr", reason="the Flower adapter needs flwr==1.42.0 (extra 'bench')")
     assert main(["--target", "flower", "--only", "8,4", "--out", str(tmp_path)]) == 1
     results = json.loads((tmp_path / "audit.json").read_text())["results"]
     assert [r["verdict"] for r in results] == ["fail", "n/a"]

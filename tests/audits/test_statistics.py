@@ -27,6 +27,13 @@ def test_single_release_profile_matches_cks20_reference(sigma: float, expected: 
     assert epsilon_from_delta_curve(curve, 1e-5) == pytest.approx(expected, abs=1e-4)
 
 
+def test_composed_profile_matches_an_independent_accountant() -> None:
+    # dp_accounting's privacy-loss distribution (discretisation 1e-4) gives 6.2076 for two
+    # releases of N_Z(0, 0.8²), Δ = 1, at δ = 1e-3 (computed here once, committed as a number).
+    curve = composed_discrete_gaussian_delta(0.8, 1.0, 2)
+    assert epsilon_from_delta_curve(curve, 1e-3) == pytest.approx(6.2076, abs=2e-4)
+
+
 def test_composed_profile_approaches_the_gaussian_for_large_sigma() -> None:
     # T releases of N_Z(0, σ²) with σ = 20 behave as one Gaussian with μ = √T/σ.
     curve = composed_discrete_gaussian_delta(20.0, 1.0, 64)
