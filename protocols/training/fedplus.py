@@ -48,6 +48,12 @@ from protocols.aggregation.secure_average import (
     EffectiveWeightError,
     ZeroWeightSumError,
 )
+from protocols.training._round_loop import (
+    dropout_indices,
+    finish_round,
+    run_rounds,
+    sample_clients,
+)
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.models import (
     MLP,
@@ -499,12 +505,9 @@ class FedPlusTrainer:
         start_time = time.perf_counter()
         config = self.config
         clients = self.dataset.train_clients
-        chosen = np.sort(
-            _rng(config.seed, _SAMPLE, index).choice(
-                len(clients), size=config.clients_per_round, replace=False
-            )
+        sampled = sample_clients(
+            clients, config.clients_per_round, seed=config.seed, purpose=_SAMPLE, index=index
         )
-        sampled = [clients[int(i)] for i in chosen]
         centre = self.global_parameters
         regularizer = _REGULARIZERS[config.algorithm]
         delta = config.resolved_smoothing
@@ -542,8 +545,8 @@ class FedPlusTrainer:
         sizes = np.array([sampled[int(j)].num_train for j in keep], dtype=np.float64)
         train_loss = float(sizes @ losses[keep] / sizes.sum()) if keep.size else math.nan
         alpha = sizes if config.weighting == "data" else np.ones(keep.size)
-        dropped = np.flatnonzero(
-            _rng(config.seed, _DROPOUT, index).random(keep.size) < config.dropout
+        dropped = dropout_indices(
+            keep.size, config.dropout, seed=config.seed, purpose=_DROPOUT, index=index
         )
         dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
         reason: str | None = None
@@ -580,24 +583,16 @@ class FedPlusTrainer:
                     self.global_parameters = centre + aggregate.aggregate
                 else:
                     reason = "the released aggregate is not finite"
-        if reason is not None:
-            logger.info("round %d skipped: %s", index, reason)
-        return RoundRecord(
-            index=index,
+        return finish_round(
+            index,
             sampled=m,
             rejected=rejected,
             dropped=int(dropped.size),
-            survivors=survivors if reason is None else 0,
-            skipped=reason is not None,
-            skip_reason=reason,
+            survivors=survivors,
+            reason=reason,
             train_loss=train_loss,
-            secure_averages=sums,
             secure_sums=sums,
-            threshold=None,
-            tail_clients=None,
-            empty_tail=None,
-            rho_spent=0.0,
-            seconds=time.perf_counter() - start_time,
+            start=start_time,
         )
 
     def run(self, progress: ProgressCallback | None = None) -> FedPlusResult:
@@ -615,16 +610,14 @@ class FedPlusTrainer:
         """
         config = self.config
         start = time.perf_counter()
-        history: list[RoundRecord] = []
-        curve: list[tuple[int, float]] = []
         with blas_thread_limit(config.blas_threads):
-            for index in range(config.rounds):
-                history.append(self.run_round(index))
-                done = index + 1
-                if config.eval_every and done % config.eval_every == 0 and done < config.rounds:
-                    curve.append((done, float(self.personal_errors()[1].mean())))
-                if progress is not None:
-                    progress(done, config.rounds)
+            history, curve = run_rounds(
+                self.run_round,
+                lambda done: (done, float(self.personal_errors()[1].mean())),
+                rounds=config.rounds,
+                eval_every=config.eval_every,
+                progress=progress,
+            )
             ids, personal, shared = self.personal_errors()
         curve.append((config.rounds, float(personal.mean())))
         return FedPlusResult(

@@ -49,6 +49,12 @@ from protocols.aggregation.secure_average import (
     ZeroWeightSumError,
     secure_weighted_average,
 )
+from protocols.training._round_loop import (
+    dropout_indices,
+    finish_round,
+    run_rounds,
+    sample_clients,
+)
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.trainer_results import ErrorSummary, RoundRecord
 from protocols.training.trainers import _int_seed, _rng, blas_thread_limit
@@ -583,12 +589,9 @@ class FFGBTrainer:
         config = self.config
         self.learner.begin_round(_int_seed(config.seed, _BASIS, index) % (1 << 63))
         clients = self.dataset.train_clients
-        chosen = np.sort(
-            _rng(config.seed, _SAMPLE, index).choice(
-                len(clients), size=config.clients_per_round, replace=False
-            )
+        sampled = sample_clients(
+            clients, config.clients_per_round, seed=config.seed, purpose=_SAMPLE, index=index
         )
-        sampled = [clients[int(i)] for i in chosen]
         increments, losses, sizes, decays = [], [], [], []
         rejected = 0
         for client in sampled:
@@ -604,8 +607,8 @@ class FFGBTrainer:
             logger.info("round %d: rejected %d non-finite client function(s)", index, rejected)
         alpha = np.array(sizes) if config.weighting == "data" else np.ones(len(sizes))
         train_loss = float(np.dot(sizes, losses) / sum(sizes)) if sizes else math.nan
-        dropped = np.flatnonzero(
-            _rng(config.seed, _DROPOUT, index).random(len(increments)) < config.dropout
+        dropped = dropout_indices(
+            len(increments), config.dropout, seed=config.seed, purpose=_DROPOUT, index=index
         )
         reason: str | None = None
         survivors = averages = 0
@@ -643,24 +646,16 @@ class FFGBTrainer:
         if reason is None:
             # The decay c is a public function of the step sizes: equal for every client.
             self._advance(decays[0], average)
-        else:
-            logger.info("round %d skipped: %s", index, reason)
-        return RoundRecord(
-            index=index,
+        return finish_round(
+            index,
             sampled=len(sampled),
             rejected=rejected,
             dropped=int(dropped.size),
-            survivors=survivors if reason is None else 0,
-            skipped=reason is not None,
-            skip_reason=reason,
+            survivors=survivors,
+            reason=reason,
             train_loss=train_loss,
-            secure_averages=averages,
             secure_sums=averages,
-            threshold=None,
-            tail_clients=None,
-            empty_tail=None,
-            rho_spent=0.0,
-            seconds=time.perf_counter() - start,
+            start=start,
         )
 
     def run(self, progress: ProgressCallback | None = None) -> FFGBResult:
@@ -677,16 +672,14 @@ class FFGBTrainer:
         """
         config = self.config
         start = time.perf_counter()
-        history: list[RoundRecord] = []
-        curve: list[tuple[int, float, int]] = []
         with blas_thread_limit(config.blas_threads):
-            for index in range(config.rounds):
-                history.append(self.run_round(index))
-                done = index + 1
-                if config.eval_every and done % config.eval_every == 0 and done < config.rounds:
-                    curve.append((done, float(self.client_errors().mean()), self.payload_bytes))
-                if progress is not None:
-                    progress(done, config.rounds)
+            history, curve = run_rounds(
+                self.run_round,
+                lambda done: (done, float(self.client_errors().mean()), self.payload_bytes),
+                rounds=config.rounds,
+                eval_every=config.eval_every,
+                progress=progress,
+            )
             errors = self.client_errors()
         curve.append((config.rounds, float(errors.mean()), self.payload_bytes))
         return FFGBResult(

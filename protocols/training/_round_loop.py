@@ -1,0 +1,95 @@
+"""The round bookkeeping shared by the Fed+ and FFGB trainers (private).
+
+Sampling without replacement, dropouts, the :class:`RoundRecord` of a round that releases no
+quantile, and the run loop with an evaluation curve.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from protocols.training.trainer_results import RoundRecord
+from protocols.training.trainers import _rng
+
+__all__ = ["dropout_indices", "finish_round", "run_rounds", "sample_clients"]
+
+logger = logging.getLogger(__name__)
+
+_Client = TypeVar("_Client")
+_Point = TypeVar("_Point")
+
+
+def sample_clients(
+    clients: Sequence[_Client], size: int, *, seed: int, purpose: int, index: int
+) -> list[_Client]:
+    """``size`` clients uniformly without replacement, in id order, from (seed, purpose, index)."""
+    chosen = _rng(seed, purpose, index).choice(len(clients), size=size, replace=False)
+    return [clients[int(i)] for i in np.sort(chosen)]
+
+
+def dropout_indices(
+    count: int, rate: float, *, seed: int, purpose: int, index: int
+) -> NDArray[np.intp]:
+    """Positions (of ``count`` participants) that drop out before sending their masked input."""
+    return np.flatnonzero(_rng(seed, purpose, index).random(count) < rate)
+
+
+def finish_round(
+    index: int,
+    *,
+    sampled: int,
+    rejected: int,
+    dropped: int,
+    survivors: int,
+    reason: str | None,
+    train_loss: float,
+    secure_sums: int,
+    start: float,
+) -> RoundRecord:
+    """The round's record (no quantile, no privacy spend); logs a skipped round."""
+    if reason is not None:
+        logger.info("round %d skipped: %s", index, reason)
+    return RoundRecord(
+        index=index,
+        sampled=sampled,
+        rejected=rejected,
+        dropped=dropped,
+        survivors=survivors if reason is None else 0,
+        skipped=reason is not None,
+        skip_reason=reason,
+        train_loss=train_loss,
+        secure_averages=secure_sums,
+        secure_sums=secure_sums,
+        threshold=None,
+        tail_clients=None,
+        empty_tail=None,
+        rho_spent=0.0,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def run_rounds(
+    run_round: Callable[[int], RoundRecord],
+    point: Callable[[int], _Point],
+    *,
+    rounds: int,
+    eval_every: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[RoundRecord], list[_Point]]:
+    """Run ``rounds`` rounds; ``point(done)`` every ``eval_every`` rounds before the last."""
+    history: list[RoundRecord] = []
+    curve: list[_Point] = []
+    for index in range(rounds):
+        history.append(run_round(index))
+        done = index + 1
+        if eval_every and done % eval_every == 0 and done < rounds:
+            curve.append(point(done))
+        if progress is not None:
+            progress(done, rounds)
+    return history, curve
