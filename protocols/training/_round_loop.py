@@ -6,6 +6,7 @@ quantile, and the run loop with an evaluation curve.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -17,11 +18,12 @@ from numpy.typing import NDArray
 from protocols.training.trainer_results import RoundRecord
 from protocols.training.trainers import _rng
 
-__all__ = ["dropout_indices", "finish_round", "run_rounds", "sample_clients"]
+__all__ = ["dropout_indices", "finish_round", "override", "run_rounds", "sample_clients"]
 
 logger = logging.getLogger(__name__)
 
 _Client = TypeVar("_Client")
+_Config = TypeVar("_Config")
 _Point = TypeVar("_Point")
 
 
@@ -93,3 +95,13 @@ def run_rounds(
         if progress is not None:
             progress(done, rounds)
     return history, curve
+
+
+def override(config: _Config, *, seed: int | None, secure: bool | None) -> _Config:
+    """``config`` with ``seed`` / ``secure`` replaced when given (a validated copy)."""
+    changes: dict[str, object] = {}
+    if seed is not None:
+        changes["seed"] = seed
+    if secure is not None:
+        changes["secure"] = secure
+    return dataclasses.replace(config, **changes) if changes else config  # type: ignore[type-var]

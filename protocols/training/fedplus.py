@@ -51,6 +51,7 @@ from protocols.aggregation.secure_average import (
 from protocols.training._round_loop import (
     dropout_indices,
     finish_round,
+    override,
     run_rounds,
     sample_clients,
 )
@@ -651,7 +652,7 @@ def train_fedplus(
     secure: bool | None = None,
     progress: ProgressCallback | None = None,
 ) -> FedPlusResult:
-    """Train FedAvg+, FedGeoMed+, FedCoMed+ or FedProx (``config.algorithm``) on ``dataset``.
+    """Train FedAvg+, FedGeoMed+, FedCoMed+ or a baseline (``config.algorithm``) on ``dataset``.
 
     Parameters
     ----------
@@ -683,11 +684,5 @@ def train_fedplus(
     >>> secure.num_secure_sums, plain.upload_bytes, secure.upload_bytes > 0
     (3, 0, True)
     """
-    changes: dict[str, Any] = {}
-    if seed is not None:
-        changes["seed"] = seed
-    if secure is not None:
-        changes["secure"] = secure
-    if changes:
-        config = config.with_changes(**changes)
+    config = override(config, seed=seed, secure=secure)
     return FedPlusTrainer(dataset, config).run(progress)

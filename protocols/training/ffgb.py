@@ -52,6 +52,7 @@ from protocols.aggregation.secure_average import (
 from protocols.training._round_loop import (
     dropout_indices,
     finish_round,
+    override,
     run_rounds,
     sample_clients,
 )
@@ -744,11 +745,5 @@ def train_ffgb(
     >>> bool(np.abs(secure.model(X) - plain.model(X)).max() < 1e-4), secure.upload_bytes > 0
     (True, True)
     """
-    changes: dict[str, Any] = {}
-    if seed is not None:
-        changes["seed"] = seed
-    if secure is not None:
-        changes["secure"] = secure
-    if changes:
-        config = config.with_changes(**changes)
+    config = override(config, seed=seed, secure=secure)
     return FFGBTrainer(dataset, config, learner).run(progress)
