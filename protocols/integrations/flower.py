@@ -5,7 +5,11 @@ keeps their node sampling and train configuration) and replaces the plaintext ag
 
 * ``"mean"`` — the secure weighted average (weights: the replies' ``num-examples``, capped);
 * ``"geometric_median"`` — RFA's smoothed Weiszfeld (:class:`~protocols.WeiszfeldRule`), each
-  iteration one secure average driven by :class:`~protocols.IterativeSecureAggregate`.
+  iteration one secure average driven by :class:`~protocols.IterativeSecureAggregate`;
+* ``"superquantile"`` — Δ-FL: a secure sum of the clients' hierarchical loss histograms
+  (:class:`dpquantile.HistogramTree`, optionally with distributed discrete Gaussian noise for a
+  ρ-zCDP quantile) gives the (1 − θ) loss quantile τ; a second secure sum averages the updates
+  of the clients whose pre-training loss is ≥ τ (the train reply's metric ``loss_key``).
 
 The server only ever sees secure sums (over :func:`secagg.integrations.flower.run_secure_sum`).
 Client side, :func:`make_protocols_mod` is the secure-sum Mod with the aggregations' client
@@ -27,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dpquantile import DistributedDiscreteGaussian, FastDiscreteGaussian, HistogramTree
+from dpquantile.quantile import _sensitivities, quantile_noise_sigma
 from protocols.aggregation import (
     CallPlan,
     IterativeSecureAggregate,
@@ -50,7 +56,7 @@ __all__ = ["AGGREGATIONS", "RoundSummary", "SecureStrategy", "make_protocols_mod
 
 logger = logging.getLogger(__name__)
 
-AGGREGATIONS = ("mean", "geometric_median")
+AGGREGATIONS = ("mean", "geometric_median", "superquantile")
 PLAN_KEY = "secagg-dp.plan"
 CENTRE_KEY = "secagg-dp.centre"
 _STORED_VECTOR = "secagg-dp.rfa.vector"
@@ -156,6 +162,71 @@ def _weiszfeld_encoder(
     )
 
 
+_NOISE_TAIL = 40.0  # the summed noise is clipped at 40σ per client: P ≈ e^-800, never in practice
+
+
+def _trained_update(
+    message: Message, context: Context, call_next: ClientAppCallable, plan_record: Any
+) -> tuple[NDArray[np.float64], float, float]:
+    """Call 0 of a round: train, keep (clipped update, weight, loss) in the Context; later
+    calls: read them back. Returns (update, α, loss)."""
+    from flwr.app import ArrayRecord, ConfigRecord  # noqa: PLC0415
+
+    clip = float(str(plan_record["clip"]))
+    weight_key = str(plan_record["weight-key"])
+    loss_key = str(plan_record.get("loss-key", ""))
+    group = message.metadata.group_id.split(".")[0]
+    if int(str(plan_record["index"])) == 0:
+        reply = call_next(message, context)
+        if reply.has_error():
+            raise ValueError(f"the train function failed: {reply.error.reason}")
+        records = list(reply.content.array_records.values())
+        if len(records) != 1:
+            raise ValueError("the train reply must hold exactly one ArrayRecord")
+        vector = _l2_clip(flatten_arrays(records[0])[0], clip)
+        metrics: dict[str, float] = {}
+        for record in reply.content.metric_records.values():
+            metrics.update({k: float(str(v)) for k, v in record.items()})
+        if weight_key and weight_key not in metrics:
+            raise ValueError(f"the train reply has no metric {weight_key!r}")
+        if loss_key and loss_key not in metrics:
+            raise ValueError(f"the train reply has no metric {loss_key!r}")
+        alpha = metrics[weight_key] if weight_key else 1.0
+        loss = metrics[loss_key] if loss_key else 0.0
+        context.state[_STORED_VECTOR] = ArrayRecord([vector])
+        context.state[_STORED_META] = ConfigRecord({"alpha": alpha, "loss": loss, "group": group})
+        return vector, alpha, loss
+    meta = context.state.config_records.get(_STORED_META)
+    if meta is None or str(meta["group"]) != group:
+        raise ValueError(f"call {plan_record['index']} of round {group} without call 0")
+    vector = context.state.array_records[_STORED_VECTOR].to_numpy_ndarrays()[0]
+    return vector, float(str(meta["alpha"])), float(str(meta["loss"]))
+
+
+def _superquantile_encoder(
+    message: Message, context: Context, call_next: ClientAppCallable
+) -> NDArray[np.float64]:
+    """Δ-FL's client half: call 0 sends the loss's histogram-tree vector (plus its share of the
+    discrete Gaussian noise); call 1 sends [βw/(B·c), β/B] with β = α·1[loss ≥ τ]."""
+    plan_record = message.content.config_records[PLAN_KEY]
+    vector, alpha, loss = _trained_update(message, context, call_next, plan_record)
+    if int(str(plan_record["index"])) == 0:
+        tree = HistogramTree(
+            int(str(plan_record["bins"])),
+            float(str(plan_record["lower"])),
+            float(str(plan_record["upper"])),
+            int(str(plan_record["branching"])),
+        )
+        counts: NDArray[np.float64] = tree.encode([loss])[0].astype(np.float64)
+        sigma = float(str(plan_record["sigma"]))
+        if sigma > 0:
+            counts += FastDiscreteGaussian(sigma).sample(counts.size)
+        return counts
+    cap, clip = float(str(plan_record["weight-cap"])), float(str(plan_record["clip"]))
+    beta = min(alpha, cap) if loss >= float(str(plan_record["threshold"])) else 0.0
+    return np.concatenate([vector * (beta / (cap * clip)), [beta / cap]])
+
+
 def make_protocols_mod(
     *, seed: int | None = None
 ) -> Callable[[Message, Context, ClientAppCallable], Message]:
@@ -166,10 +237,23 @@ def make_protocols_mod(
     >>> callable(make_protocols_mod(seed=1))
     True
     """
-    return make_secagg_mod(seed=seed, encoders={"weiszfeld": _weiszfeld_encoder})
+    return make_secagg_mod(
+        seed=seed,
+        encoders={"weiszfeld": _weiszfeld_encoder, "superquantile": _superquantile_encoder},
+    )
 
 
 # -- server side ---------------------------------------------------------------------------------
+
+
+def _call_body(content: RecordDict, index: int, fields: dict[str, Any]) -> RecordDict:
+    """A call's message content: the train content on call 0 only (later calls reuse the
+    update the client stored), plus the public plan."""
+    from flwr.app import ConfigRecord, RecordDict  # noqa: PLC0415
+
+    body = RecordDict(dict(content.items()) if index == 0 else {})
+    body[PLAN_KEY] = ConfigRecord(fields)
+    return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,11 +268,17 @@ class RoundSummary:
         The secure sums of the round (one for the mean, one per Weiszfeld call).
     objectives
         Weiszfeld's released objective values F(z₀), F(z₁), ... (empty for the mean).
+    threshold
+        Δ-FL's released loss quantile τ (``"superquantile"`` only).
+    events
+        The privacy events of the round's noisy releases (the DP quantile's histogram).
     """
 
     server_round: int
     sums: tuple[GridSumResult, ...]
     objectives: tuple[float, ...] = ()
+    threshold: float | None = None
+    events: tuple[DistributedDiscreteGaussian, ...] = ()
 
 
 @dataclass
@@ -213,6 +303,10 @@ class SecureStrategy:
         Secure-sum parameters (see :func:`secagg.integrations.flower.run_secure_sum`).
     smoothing, ftol, max_iterations
         Weiszfeld's ν, relative objective tolerance and most steps (geometric median).
+    theta, loss_key, loss_range, bins, branching, quantile_rho
+        Δ-FL: the fraction θ of clients kept (those with the largest losses), the train reply's
+        metric holding the pre-training loss, the histogram's range and leaves, and the zCDP ρ
+        of the quantile release (``None``: exact histogram, no noise).
     seed
         Reproducible round nonces (tests).
 
@@ -236,6 +330,12 @@ class SecureStrategy:
     smoothing: float = 1e-6
     ftol: float = 1e-6
     max_iterations: int = 10
+    theta: float = 0.5
+    loss_key: str = "loss"
+    loss_range: tuple[float, float] = (0.0, 10.0)
+    bins: int = 64
+    branching: int = 2
+    quantile_rho: float | None = None
     seed: int | None = None
     history: list[RoundSummary] = field(default_factory=list)
 
@@ -278,8 +378,10 @@ class SecureStrategy:
             content = messages[0].content
             if self.aggregation == "mean":
                 arrays = self._mean_round(grid, server_round, content, nodes, arrays)
-            else:
+            elif self.aggregation == "geometric_median":
                 arrays = self._median_round(grid, server_round, content, nodes, arrays)
+            else:
+                arrays = self._superquantile_round(grid, server_round, content, nodes, arrays)
             result.arrays = arrays
             if (
                 evaluate_fn is not None
@@ -333,7 +435,7 @@ class SecureStrategy:
         nodes: list[int],
         arrays: ArrayRecord,
     ) -> ArrayRecord:
-        from flwr.app import ArrayRecord, ConfigRecord, RecordDict  # noqa: PLC0415
+        from flwr.app import ArrayRecord  # noqa: PLC0415
 
         flat, shapes = flatten_arrays(arrays)
         d = flat.size
@@ -360,8 +462,7 @@ class SecureStrategy:
                 "extra-bounds": bounds,
                 "smoothing": plan.parameters.get("smoothing", self.smoothing),
             }
-            body = RecordDict({name: value for name, value in content.items()})
-            body[PLAN_KEY] = ConfigRecord(fields)
+            body = _call_body(content, plan.index, fields)
             if plan.previous is not None:
                 body[CENTRE_KEY] = ArrayRecord([plan.previous.average])
             outcome = self._sum(
@@ -394,3 +495,72 @@ class SecureStrategy:
             RoundSummary(server_round, tuple(sums), WeiszfeldRule.objectives(driver.transcript))
         )
         return unflatten_arrays(driver.transcript[-1].average, shapes, arrays)
+
+    def _superquantile_round(
+        self,
+        grid: Grid,
+        server_round: int,
+        content: RecordDict,
+        nodes: list[int],
+        arrays: ArrayRecord,
+    ) -> ArrayRecord:
+        flat, shapes = flatten_arrays(arrays)
+        d = flat.size
+        lower, upper = self.loss_range
+        tree = HistogramTree(self.bins, lower, upper, self.branching)
+        sigma = 0.0
+        if self.quantile_rho is not None:
+            sigma = quantile_noise_sigma(
+                self.quantile_rho, num_clients=len(nodes), bins=self.bins, branching=self.branching
+            )
+        common: dict[str, Any] = {
+            "clip": self.clip,
+            "weight-key": self.weight_key,
+            "loss-key": self.loss_key,
+            "weight-cap": self.weight_cap,
+        }
+        histogram_plan = {
+            **common,
+            "index": 0,
+            "bins": self.bins,
+            "lower": lower,
+            "upper": upper,
+            "branching": self.branching,
+            "sigma": sigma,
+        }
+        histogram = self._sum(
+            grid,
+            _call_body(content, 0, histogram_plan),
+            nodes,
+            encoding=SumEncoding(clip=1.0 + _NOISE_TAIL * sigma, scale=1.0, weight_key=None),
+            dimension=tree.dimension,
+            encoder="superquantile",
+            group_id=f"{server_round}.0",
+            seed=self._seed(server_round, 0),
+        )
+        survivors = len(histogram.survivors)
+        # Δ-FL keeps the clients whose loss is at least the (1 − θ) quantile.
+        threshold, _ = tree.estimate(histogram.total, float(survivors), 1.0 - self.theta)
+        events: tuple[DistributedDiscreteGaussian, ...] = ()
+        if sigma > 0:
+            l1, l2 = _sensitivities(tree, "tree", "replace_one")
+            events = (DistributedDiscreteGaussian(survivors, sigma, l1, l2, tree.dimension),)
+        mean = self._sum(
+            grid,
+            _call_body(content, 1, {**common, "index": 1, "threshold": threshold}),
+            list(histogram.survivors),
+            encoding=SumEncoding(clip=1.0, weight_key=None),
+            dimension=d + 1,
+            encoder="superquantile",
+            group_id=f"{server_round}.1",
+            seed=self._seed(server_round, 1),
+        )
+        self.history.append(
+            RoundSummary(server_round, (histogram, mean), threshold=threshold, events=events)
+        )
+        weight_sum = float(mean.total[d]) * self.weight_cap
+        if not weight_sum > 0:
+            logger.warning("round %d: no client at or above τ = %.4g", server_round, threshold)
+            return arrays
+        average = mean.total[:d] * (self.weight_cap * self.clip) / weight_sum
+        return unflatten_arrays(average, shapes, arrays)

@@ -23,7 +23,9 @@ from protocols.integrations.flower import SecureStrategy, make_protocols_mod
 DIM = 6
 
 
-def strategy_apps(vectors: dict[int, Any], weights: dict[int, float]) -> Any:
+def strategy_apps(
+    vectors: dict[int, Any], weights: dict[int, float], losses: dict[int, float] | None = None
+) -> Any:
     """ClientApps whose Mod knows the aggregations' encoders."""
     apps = {}
     for node, vector in vectors.items():
@@ -35,7 +37,9 @@ def strategy_apps(vectors: dict[int, Any], weights: dict[int, float]) -> Any:
             content = RecordDict(
                 {
                     "arrays": ArrayRecord([np.asarray(vector, dtype=np.float64)]),
-                    "metrics": MetricRecord({"num-examples": weights[node]}),
+                    "metrics": MetricRecord(
+                        {"num-examples": weights[node], "loss": (losses or {}).get(node, 0.0)}
+                    ),
                 }
             )
             return Message(content, reply_to=message)
@@ -91,3 +95,46 @@ def test_secure_geometric_median_resists_outliers(
     summary = strategy.history[0]
     assert len(summary.sums) >= 3 and len(summary.objectives) == len(summary.sums) - 1
     assert summary.objectives[-1] <= summary.objectives[0]
+
+
+def test_superquantile_averages_the_high_loss_clients(loopback_grid: Any) -> None:
+    rng = np.random.default_rng(2)
+    nodes = list(range(1, 9))
+    vectors = {n: rng.uniform(-1, 1, DIM) for n in nodes}
+    weights = {n: float(10 + n) for n in nodes}
+    losses = {n: float(n) for n in nodes}  # client n's pre-training loss is n
+    grid = loopback_grid(strategy_apps(vectors, weights, losses))
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=8), "superquantile", clip=5.0, weight_cap=20.0, theta=0.5
+    )
+    result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    summary = strategy.history[0]
+    assert summary.threshold is not None and 4.0 < summary.threshold <= 5.0
+    tail = [5, 6, 7, 8]
+    beta = np.array([weights[n] for n in tail])
+    expected = beta @ np.stack([vectors[n] for n in tail]) / beta.sum()
+    np.testing.assert_allclose(result.arrays.to_numpy_ndarrays()[0], expected, atol=1e-6)
+    assert summary.events == () and len(summary.sums) == 2
+
+
+def test_superquantile_with_a_dp_quantile_records_its_event(loopback_grid: Any) -> None:
+    nodes = list(range(1, 9))
+    vectors = {n: np.full(DIM, float(n)) for n in nodes}
+    grid = loopback_grid(
+        strategy_apps(vectors, dict.fromkeys(nodes, 1.0), {n: float(n) for n in nodes})
+    )
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=8),
+        "superquantile",
+        clip=100.0,
+        weight_cap=1.0,
+        theta=0.5,
+        quantile_rho=2.0,
+    )
+    result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    (event,) = strategy.history[0].events
+    assert event.num_clients == 8 and event.rho <= 2.0 + 1e-9
+    # Whatever the noisy τ, the result is the mean of a non-empty top set of clients.
+    average = result.arrays.to_numpy_ndarrays()[0]
+    tails = [np.mean([float(n) for n in nodes[k:]]) for k in range(8)]
+    assert min(abs(average[0] - t) for t in tails) < 1e-6
