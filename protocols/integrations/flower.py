@@ -104,6 +104,27 @@ def _l2_clip(vector: NDArray[np.float64], clip: float) -> NDArray[np.float64]:
     return vector if norm <= clip else vector * (clip / norm)
 
 
+def _weighted_row(
+    vector: NDArray[np.float64],
+    beta: float,
+    cap: float,
+    clip: float,
+    extras: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """[βw/(B·c), β/B, extras]: every entry in [-1, 1] when ‖w‖ ≤ c, β ≤ B, |extras| ≤ 1."""
+    tail = np.zeros(0) if extras is None else extras
+    return np.concatenate([vector * (beta / (cap * clip)), [beta / cap], tail])
+
+
+def _weighted_release(
+    total: NDArray[np.float64], d: int, cap: float, clip: float
+) -> tuple[NDArray[np.float64], float]:
+    """(Σβw/Σβ, Σβ) from the sum of :func:`_weighted_row` vectors (Σβ may be 0: no average)."""
+    weight_sum = float(total[d]) * cap
+    average = total[:d] * (cap * clip) / weight_sum if weight_sum > 0 else np.zeros(d)
+    return average, weight_sum
+
+
 def _weiszfeld_encoder(
     message: Message, context: Context, call_next: ClientAppCallable
 ) -> NDArray[np.float64]:
@@ -157,9 +178,7 @@ def _weiszfeld_encoder(
     beta = min(float(contribution.weights[0]), weight_cap)
     extras = np.zeros(0) if contribution.extras is None else contribution.extras[0]
     extras = np.clip(extras, -np.asarray(bounds), np.asarray(bounds))
-    return np.concatenate(
-        [vector * (beta / (weight_cap * clip)), [beta / weight_cap], extras / np.asarray(bounds)]
-    )
+    return _weighted_row(vector, beta, weight_cap, clip, extras / np.asarray(bounds))
 
 
 _NOISE_TAIL = 40.0  # the summed noise is clipped at 40σ per client: P ≈ e^-800, never in practice
@@ -224,7 +243,7 @@ def _superquantile_encoder(
         return counts
     cap, clip = float(str(plan_record["weight-cap"])), float(str(plan_record["clip"]))
     beta = min(alpha, cap) if loss >= float(str(plan_record["threshold"])) else 0.0
-    return np.concatenate([vector * (beta / (cap * clip)), [beta / cap]])
+    return _weighted_row(vector, beta, cap, clip)
 
 
 def make_protocols_mod(
@@ -315,7 +334,7 @@ class SecureStrategy:
     >>> SecureStrategy(strategy=None, aggregation="median")
     Traceback (most recent call last):
     ...
-    ValueError: aggregation must be one of ('mean', 'geometric_median'); got 'median'
+    ValueError: aggregation must be one of ('mean', 'geometric_median', 'superquantile'); got 'median'
     """
 
     strategy: Strategy | None
@@ -478,11 +497,11 @@ class SecureStrategy:
             sums.append(outcome)
             total = outcome.total
             cap = plan.weight_cap
-            weight_sum = float(total[d]) * cap
+            average, weight_sum = _weighted_release(total, d, cap, self.clip)
             if not weight_sum > 0:
                 raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
             view = ServerView(
-                average=total[:d] * (cap * self.clip) / weight_sum,
+                average=average,
                 weight_sum=weight_sum,
                 extras=total[d + 1 :] * np.asarray(bounds, dtype=np.float64),
                 survivors=tuple(outcome.client_ids[n] - 1 for n in outcome.survivors),
@@ -558,9 +577,8 @@ class SecureStrategy:
         self.history.append(
             RoundSummary(server_round, (histogram, mean), threshold=threshold, events=events)
         )
-        weight_sum = float(mean.total[d]) * self.weight_cap
+        average, weight_sum = _weighted_release(mean.total, d, self.weight_cap, self.clip)
         if not weight_sum > 0:
             logger.warning("round %d: no client at or above τ = %.4g", server_round, threshold)
             return arrays
-        average = mean.total[:d] * (self.weight_cap * self.clip) / weight_sum
         return unflatten_arrays(average, shapes, arrays)
