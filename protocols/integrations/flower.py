@@ -331,10 +331,10 @@ class SecureStrategy:
 
     Examples
     --------
-    >>> SecureStrategy(strategy=None, aggregation="median")
+    >>> SecureStrategy(strategy=None, aggregation="median")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: aggregation must be one of ('mean', 'geometric_median', 'superquantile'); got 'median'
+    ValueError: aggregation must be one of ('mean', ...); got 'median'
     """
 
     strategy: Strategy | None
