@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from audits.privacy_audits import REFERENCE_DELTA
+from audits.records import AuditResult, Verdict
 from audits.targets import (
     AccountantUnderTest,
     DropoutNoise,
@@ -42,7 +43,7 @@ from audits.targets import (
     SecureSumUnderTest,
 )
 
-__all__ = ["FLOWER_VERSION", "LOCAL_DP_EPSILON", "FlowerTarget", "load_flower"]
+__all__ = ["FLOWER_VERSION", "LOCAL_DP_EPSILON", "FlowerTarget", "known_defects", "load_flower"]
 
 logger = logging.getLogger(__name__)
 
@@ -574,3 +575,111 @@ class FlowerTarget:
     def noisy_average(self) -> NoisyAverageUnderTest | None:
         """None."""
         return None
+
+
+def _by_number(results: Sequence[AuditResult], number: int) -> AuditResult | None:
+    return next(
+        (r for r in results if r.audit == number and r.verdict is not Verdict.NOT_APPLICABLE),
+        None,
+    )
+
+
+def known_defects(results: Sequence[AuditResult]) -> list[dict[str, str]]:
+    """What the audits observed on each Flower SecAgg+ defect of REFERENCES §1 (and beyond).
+
+    Each row: the defect, ``confirmed`` / ``refuted`` / ``not run``, the audit that decides it,
+    and the evidence (its finding or detail). Only observations of this run count.
+
+    Examples
+    --------
+    >>> [row["status"] for row in known_defects([])][:2]
+    ['not run', 'not run']
+    """
+    rows: list[dict[str, str]] = []
+
+    def add(defect: str, audit: int, observed: bool | None, evidence: str) -> None:
+        status = "not run" if observed is None else ("confirmed" if observed else "refuted")
+        rows.append({"defect": defect, "status": status, "audit": str(audit), "evidence": evidence})
+
+    eight, seven, five = _by_number(results, 8), _by_number(results, 7), _by_number(results, 5)
+    if eight is not None:
+        folded = [f for f in eight.findings if "expand to the same mask" in f]
+        never = [f for f in eight.findings if "(never [" in f]
+        masked = [f for f in eight.findings if f.startswith("masked input of client")]
+        add(
+            "32-bit PRG seeds: distinct keys collide",
+            8,
+            bool(folded),
+            "; ".join(folded[:1]) or "no two distinct seeds (two bytes flipped) gave the same mask",
+        )
+        add(
+            "masks never equal M − 1 (not uniform)",
+            8,
+            bool(never),
+            "; ".join(never[:2]) or "masks uniform on Z_M",
+        )
+        add(
+            "masked inputs the server receives are not uniform on Z_M",
+            8,
+            bool(masked),
+            "; ".join(masked[:1]) or "masked inputs uniform on Z_M",
+        )
+    else:
+        for defect in (
+            "32-bit PRG seeds: distinct keys collide",
+            "masks never equal M − 1 (not uniform)",
+            "masked inputs the server receives are not uniform on Z_M",
+        ):
+            add(defect, 8, None, "audit 8 not run")
+    if seven is not None:
+        both = bool(seven.details.get("answers_both_shares"))
+        add(
+            "no disjointness check: a client answers both shares of one neighbour",
+            7,
+            both,
+            "a client asked for both shares of one neighbour answered both"
+            if both
+            else "the client refused",
+        )
+        rounds = dict(seven.details.get("dropout_rounds", {}))
+        halted = {p: v for p, v in rounds.items() if v != "completed, exact"}
+        early = {p: halted[p] for p in ("keys", "shares") if p in halted}
+        later = ", ".join(f"before {p}: {rounds[p]}" for p in ("masked", "unmask") if p in rounds)
+        add(
+            "a client dropping during setup or share_keys halts the round",
+            7,
+            bool(early),
+            "; ".join(f"silent before {p}: {v}" for p, v in early.items()) + f" ({later})",
+        )
+        probe = dict(seven.details.get("overflow_probe", {}))
+        wrapped = not probe.get("refused", True) and float(probe.get("max_abs_error", 0)) > 0.05
+        add(
+            "no n·Q < M check: the sum wraps silently",
+            7,
+            wrapped,
+            f"error {float(probe.get('max_abs_error', 0)):.3g}; {probe.get('note', '')}"[:200],
+        )
+    else:
+        for defect in (
+            "no disjointness check: a client answers both shares of one neighbour",
+            "a client dropping during setup or share_keys halts the round",
+            "no n·Q < M check: the sum wraps silently",
+        ):
+            add(defect, 7, None, "audit 7 not run")
+    if five is not None and five.details.get("mechanisms"):
+        mechanism = five.details["mechanisms"][0]
+        bound = max(mechanism["cp_epsilon_lower"], mechanism["fit_epsilon_lower"])
+        add(
+            "LocalDpMod (not in §1): σ = Δ√(2 ln 1.25/δ)/ε understates ε for ε ≥ 1",
+            5,
+            bound > mechanism["claimed_epsilon"],
+            f"ε_lower = {bound:.2f} vs claimed {mechanism['claimed_epsilon']:g} at δ = 1e-10",
+        )
+    else:
+        add(
+            "LocalDpMod (not in §1): σ = Δ√(2 ln 1.25/δ)/ε understates ε for ε ≥ 1",
+            5,
+            None,
+            "audit 5 not run",
+        )
+    return rows

@@ -178,6 +178,19 @@ def _markdown(
                     f"{m['tau_cp']:.3f} | {m['tau_fit']:.3f} | {m['releases_per_neighbour']} |"
                 )
             lines += ["", f"Reference configuration: {r.details.get('reference')}."]
+    defects = meta.get("defects")
+    if defects:
+        lines += [
+            "",
+            "## Known defects of this implementation: what this run observed",
+            "",
+            "| defect | status | audit | evidence |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {d['defect']} | **{d['status']}** | {d['audit']} | {d['evidence']} |"
+            for d in defects
+        ]
     if report is not None:
         lines += ["", "## Self-check", "", "```", format_catch_table(report), "```"]
     lines.append("")

@@ -59,7 +59,14 @@ class KnownAnswer:
 
 @runtime_checkable
 class SamplerUnderTest(Protocol):
-    """A discrete Gaussian sampler (audits 1–3)."""
+    """A discrete Gaussian sampler (audits 1–3).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().samplers()[0], SamplerUnderTest)
+    True
+    """
 
     @property
     def name(self) -> str:
@@ -93,7 +100,14 @@ class SamplerUnderTest(Protocol):
 
 @runtime_checkable
 class AccountantUnderTest(Protocol):
-    """The claimed ε of composed discrete Gaussian releases (audit 4)."""
+    """The claimed ε of composed discrete Gaussian releases (audit 4).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().accountant(), AccountantUnderTest)
+    True
+    """
 
     def discrete_gaussian_epsilon(
         self, sigma: float, sensitivity: float, rounds: int, delta: float
@@ -104,7 +118,14 @@ class AccountantUnderTest(Protocol):
 
 @runtime_checkable
 class NeighbouringMechanism(Protocol):
-    """A noisy release on two fixed neighbouring inputs D (0) and D′ (1) (audit 5)."""
+    """A noisy release on two fixed neighbouring inputs D (0) and D′ (1) (audit 5).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().mechanisms()[0], NeighbouringMechanism)
+    True
+    """
 
     @property
     def name(self) -> str:
@@ -136,7 +157,14 @@ class NeighbouringMechanism(Protocol):
 
 @runtime_checkable
 class DropoutNoise(Protocol):
-    """The noise of an aggregate when clients drop, and what was charged for it (audit 6)."""
+    """The noise of an aggregate when clients drop, and what was charged for it (audit 6).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().dropout_noise()[0], DropoutNoise)
+    True
+    """
 
     @property
     def name(self) -> str:
@@ -155,7 +183,14 @@ class DropoutNoise(Protocol):
 
 @runtime_checkable
 class SansIOSecureSum(Protocol):
-    """Sans-I/O parties of a secure sum, for the Hypothesis state machine of audit 7."""
+    """Sans-I/O parties of a secure sum, for the Hypothesis state machine of audit 7.
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().sans_io(), SansIOSecureSum)
+    True
+    """
 
     def setup(
         self, *, n: int, degree: int | None, threshold: int, bits: int, dimension: int, seed: int
@@ -245,7 +280,14 @@ class OverflowProbe:
 
 @runtime_checkable
 class SecureSumUnderTest(Protocol):
-    """Black-box round checks (audit 7)."""
+    """Black-box round checks (audit 7).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().secure_sum(), SecureSumUnderTest)
+    True
+    """
 
     def run_round(
         self, inputs: NDArray[np.int64], *, bits: int, dropped: Sequence[int], seed: int
@@ -280,7 +322,14 @@ class SecureSumUnderTest(Protocol):
 
 @runtime_checkable
 class MaskPRGUnderTest(Protocol):
-    """The mask generator (audit 8)."""
+    """The mask generator (audit 8).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().mask_prg(), MaskPRGUnderTest)
+    True
+    """
 
     @property
     def seed_bytes(self) -> int:
@@ -300,7 +349,14 @@ class MaskPRGUnderTest(Protocol):
 
 @runtime_checkable
 class SecretSharingUnderTest(Protocol):
-    """Shamir sharing (audit 8)."""
+    """Shamir sharing (audit 8).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().secret_sharing(), SecretSharingUnderTest)
+    True
+    """
 
     @property
     def secret_bytes(self) -> int:
@@ -338,7 +394,14 @@ class SecretSharingUnderTest(Protocol):
 
 @runtime_checkable
 class GraphParametersUnderTest(Protocol):
-    """The SecAgg+ degree and threshold choice (audit 8)."""
+    """The SecAgg+ degree and threshold choice (audit 8).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().graph_parameters(), GraphParametersUnderTest)
+    True
+    """
 
     @property
     def failure_log2(self) -> float:
@@ -359,7 +422,14 @@ class GraphParametersUnderTest(Protocol):
 
 @runtime_checkable
 class NoisyAverageUnderTest(Protocol):
-    """One noisy (secure) average per round, for a DP training loop (audit 9)."""
+    """One noisy (secure) average per round, for a DP training loop (audit 9).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget().noisy_average(), NoisyAverageUnderTest)
+    True
+    """
 
     def noisy_average(
         self, vectors: NDArray[np.float64], *, clip: float, rho: float, seed: int
@@ -374,7 +444,14 @@ class NoisyAverageUnderTest(Protocol):
 
 @runtime_checkable
 class AuditTarget(Protocol):
-    """An implementation under audit: each method returns a capability or nothing."""
+    """An implementation under audit: each method returns a capability or nothing.
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> isinstance(OurTarget(), AuditTarget)
+    True
+    """
 
     @property
     def name(self) -> str:
