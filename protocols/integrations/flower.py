@@ -39,6 +39,7 @@ from protocols.aggregation import (
     ServerView,
     WeiszfeldRule,
 )
+from protocols.aggregation._quantization import plan_quantization
 from secagg.integrations.flower import (
     ClientAppCallable,
     GridSumResult,
@@ -225,11 +226,12 @@ def _trained_update(
 def _superquantile_encoder(
     message: Message, context: Context, call_next: ClientAppCallable
 ) -> NDArray[np.float64]:
-    """Δ-FL's client half: call 0 sends the loss's histogram-tree vector (plus its share of the
-    discrete Gaussian noise); call 1 sends [βw/(B·c), β/B] with β = α·1[loss ≥ τ]."""
+    """Δ-FL's client half: the histogram call sends the loss's histogram-tree vector (plus its
+    share of the discrete Gaussian noise); the averaging call sends [βw/(B·c), β/B] with
+    β = α·1[loss ≥ τ] (τ = −∞ for a plain mean), plus its share of the noise if asked."""
     plan_record = message.content.config_records[PLAN_KEY]
     vector, alpha, loss = _trained_update(message, context, call_next, plan_record)
-    if int(str(plan_record["index"])) == 0:
+    if "bins" in plan_record:
         tree = HistogramTree(
             int(str(plan_record["bins"])),
             float(str(plan_record["lower"])),
@@ -242,8 +244,14 @@ def _superquantile_encoder(
             counts += FastDiscreteGaussian(sigma).sample(counts.size)
         return counts
     cap, clip = float(str(plan_record["weight-cap"])), float(str(plan_record["clip"]))
-    beta = min(alpha, cap) if loss >= float(str(plan_record["threshold"])) else 0.0
-    return _weighted_row(vector, beta, cap, clip)
+    threshold = float(str(plan_record.get("threshold", -math.inf)))
+    beta = min(alpha, cap) if loss >= threshold else 0.0
+    row = _weighted_row(vector, beta, cap, clip)
+    noise_sigma = float(str(plan_record.get("noise-sigma", 0.0)))
+    if noise_sigma > 0:
+        # N_ℤ(0, σ²) in grid units (KLS21): the Mod's rounding floor(x·s + u) keeps it exact.
+        row += FastDiscreteGaussian(noise_sigma).sample(row.size) / float(str(plan_record["scale"]))
+    return row
 
 
 def make_protocols_mod(
@@ -326,6 +334,10 @@ class SecureStrategy:
         Δ-FL: the fraction θ of clients kept (those with the largest losses), the train reply's
         metric holding the pre-training loss, the histogram's range and leaves, and the zCDP ρ
         of the quantile release (``None``: exact histogram, no noise).
+    noise_rho
+        zCDP ρ of each (weighted) secure average under distributed discrete Gaussian noise
+        (KLS21; ``"mean"`` and ``"superquantile"``), planned for all sampled nodes; ``None``:
+        no noise. Needs head room: use ``modulus_bits=64``.
     seed
         Reproducible round nonces (tests).
 
@@ -355,6 +367,7 @@ class SecureStrategy:
     bins: int = 64
     branching: int = 2
     quantile_rho: float | None = None
+    noise_rho: float | None = None
     seed: int | None = None
     history: list[RoundSummary] = field(default_factory=list)
 
@@ -431,6 +444,18 @@ class SecureStrategy:
         nodes: list[int],
         arrays: ArrayRecord,
     ) -> ArrayRecord:
+        if self.noise_rho is not None:
+            flat, shapes = flatten_arrays(arrays)
+            noisy, events = self._weighted_call(
+                grid, server_round, content, nodes, flat.size, index=0, threshold=-math.inf
+            )
+            self.history.append(RoundSummary(server_round, (noisy,), events=events))
+            average, weight_sum = _weighted_release(
+                noisy.total, flat.size, self.weight_cap, self.clip
+            )
+            if not weight_sum > 0:
+                raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
+            return unflatten_arrays(average, shapes, arrays)
         encoding = SumEncoding(
             clip=self.clip, weight_key=self.weight_key or None, weight_cap=self.weight_cap
         )
@@ -564,16 +589,16 @@ class SecureStrategy:
         if sigma > 0:
             l1, l2 = _sensitivities(tree, "tree", "replace_one")
             events = (DistributedDiscreteGaussian(survivors, sigma, l1, l2, tree.dimension),)
-        mean = self._sum(
+        mean, noise_events = self._weighted_call(
             grid,
-            _call_body(content, 1, {**common, "index": 1, "threshold": threshold}),
+            server_round,
+            content,
             list(histogram.survivors),
-            encoding=SumEncoding(clip=1.0, weight_key=None),
-            dimension=d + 1,
-            encoder="superquantile",
-            group_id=f"{server_round}.1",
-            seed=self._seed(server_round, 1),
+            d,
+            index=1,
+            threshold=threshold,
         )
+        events += noise_events
         self.history.append(
             RoundSummary(server_round, (histogram, mean), threshold=threshold, events=events)
         )
@@ -582,3 +607,59 @@ class SecureStrategy:
             logger.warning("round %d: no client at or above τ = %.4g", server_round, threshold)
             return arrays
         return unflatten_arrays(average, shapes, arrays)
+
+    def _weighted_call(
+        self,
+        grid: Grid,
+        server_round: int,
+        content: RecordDict,
+        nodes: list[int],
+        d: int,
+        *,
+        index: int,
+        threshold: float,
+    ) -> tuple[GridSumResult, tuple[DistributedDiscreteGaussian, ...]]:
+        """One secure sum of [βw/(B·c), β/B] (β = α·1[loss ≥ threshold]); with ``noise_rho``
+        every client adds N_ℤ(0, σ²) on the grid, σ planned as the protocols' secure average
+        plans it (:func:`protocols.aggregation._quantization.plan_quantization`)."""
+        fields: dict[str, Any] = {
+            "index": index,
+            "clip": self.clip,
+            "weight-key": self.weight_key,
+            "loss-key": self.loss_key if self.aggregation == "superquantile" else "",
+            "weight-cap": self.weight_cap,
+            "threshold": threshold,
+        }
+        encoding = SumEncoding(clip=1.0, weight_key=None)
+        plan = None
+        if self.noise_rho is not None:
+            # Plan with 8 bits to spare: each client's noise sits inside its own clipped vector.
+            bits = min(self.modulus_bits, 52) - 8
+            plan = plan_quantization(
+                len(nodes), d + 1, 1.0, math.sqrt(2.0), bits, self.noise_rho, None, len(nodes)
+            )
+            assert plan.sampler is not None
+            scale, sigma = plan.quantizer.scale, plan.sampler.sigma
+            fields.update({"noise-sigma": sigma, "scale": scale})
+            clip = 1.0 + math.ceil(_NOISE_TAIL * sigma) / scale
+            encoding = SumEncoding(clip=clip, scale=scale, weight_key=None)
+        outcome = self._sum(
+            grid,
+            _call_body(content, index, fields),
+            nodes,
+            encoding=encoding,
+            dimension=d + 1,
+            encoder="superquantile",
+            group_id=f"{server_round}.{index}",
+            seed=self._seed(server_round, index),
+        )
+        if plan is None or plan.sampler is None:
+            return outcome, ()
+        event = DistributedDiscreteGaussian(
+            num_clients=len(outcome.survivors),
+            sigma=plan.sampler.sigma,
+            l1_sensitivity=plan.l1_sensitivity,
+            l2_sensitivity=plan.l2_sensitivity,
+            dimension=d + 1,
+        )
+        return outcome, (event,)

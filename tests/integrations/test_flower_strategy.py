@@ -138,3 +138,24 @@ def test_superquantile_with_a_dp_quantile_records_its_event(loopback_grid: Any) 
     average = result.arrays.to_numpy_ndarrays()[0]
     tails = [np.mean([float(n) for n in nodes[k:]]) for k in range(8)]
     assert min(abs(average[0] - t) for t in tails) < 1e-6
+
+
+def test_noisy_secure_mean_records_its_event_and_stays_close(loopback_grid: Any) -> None:
+    rng = np.random.default_rng(4)
+    nodes = list(range(1, 7))
+    vectors = {n: rng.uniform(-1, 1, DIM) for n in nodes}
+    grid = loopback_grid(strategy_apps(vectors, dict.fromkeys(nodes, 10.0)))
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=6),
+        "mean",
+        clip=2.0,
+        weight_cap=10.0,
+        noise_rho=50.0,
+        modulus_bits=64,
+    )
+    result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    (event,) = strategy.history[0].events
+    assert event.num_clients == 6 and event.rho == pytest.approx(50.0, rel=1e-3)
+    expected = np.mean([vectors[n] for n in nodes], axis=0)
+    error = np.abs(result.arrays.to_numpy_ndarrays()[0] - expected).max()
+    assert 0 < error < 0.5  # noisy (never exact), but at ρ = 50 close
