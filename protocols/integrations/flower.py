@@ -299,6 +299,11 @@ class RoundSummary:
         Δ-FL's released loss quantile τ (``"superquantile"`` only).
     events
         The privacy events of the round's noisy releases (the DP quantile's histogram).
+
+    Examples
+    --------
+    >>> RoundSummary(1, ()).threshold is None
+    True
     """
 
     server_round: int

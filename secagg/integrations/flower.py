@@ -440,6 +440,7 @@ class GridSumResult:
         Node ids whose inputs are in the total, ascending.
     dropped
         Node id → the phase it dropped at (did not answer, answered an error or invalid bytes).
+        A node dropping at ``unmask`` had already sent its masked input: it is also a survivor.
     ring_total
         The raw sum modulo M (weight coordinate included), as :func:`secagg.secure_sum` gives it.
     encoding, config
@@ -682,6 +683,15 @@ def dropout_phases(result: GridSumResult) -> Mapping[str, Iterable[int]]:
 
     Index i is the node with client id i + 1, so :func:`secagg.secure_sum` on the same inputs
     in that order reproduces the round.
+
+    Examples
+    --------
+    >>> result = GridSumResult(
+    ...     total=np.zeros(1), weight_total=1.0, survivors=(5,), dropped={7: "share_keys"},
+    ...     ring_total=np.zeros(2, dtype=np.uint32), encoding=SumEncoding(clip=1.0),
+    ...     config=SecAggConfig(dimension=2, threshold=1), client_ids={5: 1, 7: 2})
+    >>> dropout_phases(result)
+    {'share_keys': [1]}
     """
     by_phase: dict[str, list[int]] = {}
     for node, phase in result.dropped.items():
