@@ -237,10 +237,23 @@ def write_plots(results: Sequence[AuditResult], directory: Path) -> list[str]:
                 1, len(r.details["mechanisms"]), figsize=(5 * len(r.details["mechanisms"]), 4)
             )
             axes = np.atleast_1d(axes)
-            grid = np.logspace(-5, 0, 400)
+            grid = np.logspace(-7, 0, 600)
             for axis, m in zip(axes, r.details["mechanisms"], strict=True):
                 points = m["trade_off_points"]
-                axis.plot(points["fpr"], points["fnr"], "o", ms=3, label="empirical (test split)")
+                # A rate of 0 is drawn at 1/(2n) (open marker): log axes cannot show 0.
+                floor = 0.5 / max(int(m["test_releases_per_neighbour"]), 1)
+                fpr, fnr = np.asarray(points["fpr"]), np.asarray(points["fnr"])
+                seen = (fpr > 0) & (fnr > 0)
+                axis.plot(fpr[seen], fnr[seen], "o", ms=3, label="empirical (test split)")
+                if not seen.all():
+                    axis.plot(
+                        np.maximum(fpr[~seen], floor),
+                        np.maximum(fnr[~seen], floor),
+                        "o",
+                        ms=4,
+                        mfc="none",
+                        label="empirical, a rate 0 (at 1/2n)",
+                    )
                 axis.plot(grid, gaussian_trade_off(grid, m["fit_mu_hat"]), label="fitted G_μ̂")
                 axis.plot(
                     grid,
@@ -256,8 +269,9 @@ def write_plots(results: Sequence[AuditResult], directory: Path) -> list[str]:
                 )
                 axis.set_xscale("log")
                 axis.set_yscale("log")
-                axis.set_xlim(1e-4, 1)
-                axis.set_ylim(1e-4, 1)
+                low = min(1e-4, floor / 2)
+                axis.set_xlim(low, 1)
+                axis.set_ylim(low, 1)
                 axis.set_title(m["mechanism"])
                 axis.set_xlabel("false positive rate α")
                 axis.set_ylabel("false negative rate β")
