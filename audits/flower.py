@@ -1,16 +1,21 @@
-"""The adapter for Flower's SecAgg+ (``flwr==1.42.0``, optional extra ``flower``).
+"""The adapter for Flower's SecAgg+ and ``LocalDpMod`` (``flwr==1.42.0``; the ``bench`` extra).
 
 Every check calls Flower's own code: its mask PRG (``pseudo_rand_gen``), its Shamir
-(``create_shares`` / ``combine_shares``, pycryptodome over GF(2^128)), and whole rounds run by its
+(``create_shares`` / ``combine_shares``, pycryptodome over GF(2^128)), whole rounds run by its
 server workflow (``SecAggPlusWorkflow`` stages on a ``LegacyContext``) against its client mod
 (``secaggplus_mod``) through an in-process grid that moves every message through Flower's protobuf
-serde. The glue (grid, recording strategy, training function) is ours and written as Flower's own
-bench driver (``bench/_flower_anchor.py``) does. Flower has no discrete Gaussian sampler,
-accountant or sans-I/O parties, so those audits report ``n/a``; its DP wrappers add continuous
-Gaussian noise to float parameters (outside the discrete-Gaussian audits' scope).
+serde (the masked vectors its server receives are read there), and its local-DP mod
+(``LocalDpMod``, the one Flower release that claims an (ε, δ)). The glue (grid, recording
+strategy, training function) is ours, written as the benchmark driver ``bench/_flower_anchor.py``
+does. Flower has no discrete Gaussian sampler, accountant, noisy secure aggregate or sans-I/O
+server, so audits 1–4, 6 and 9 and audit 7's state machine report ``n/a``.
+:func:`known_defects` turns a run's records into the REFERENCES §1 table (confirmed / refuted).
+
+Also observed while writing the adapter (not an audit): ``LocalDpMod`` divides by zero when a
+client's update is exactly 0 (``clip_inputs_inplace``), so the neighbours here are ±1/2.
 
 Flower is imported when a :class:`FlowerTarget` is built; a missing install raises
-``ImportError`` naming the extra.
+``ImportError`` with the pip command.
 """
 
 from __future__ import annotations
