@@ -1,4 +1,5 @@
-"""ClientApp: local training, wrapped by secagg-dp's secure-sum Mod.
+"""ClientApp: local training, wrapped by secagg-dp's secure-sum Mod (with the client halves of
+the geometric median and Δ-FL, for the ServerApp's ``aggregation`` setting).
 
 ``make_client_app(drop_plan=..., seed=...)`` builds the app for simulations and tests;
 ``app`` is the production one (``flwr run`` and ``flower-supernode`` load it). A drop plan
@@ -14,10 +15,11 @@ import numpy as np
 from flwr.app import ArrayRecord, Context, Error, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from protocols.integrations.flower import make_protocols_mod
 from secagg import PHASES
-from secagg.integrations.flower import RECORD_KEY, make_secagg_mod
+from secagg.integrations.flower import RECORD_KEY
 
-from .task import local_train
+from .task import local_train, loss
 
 DATA_SEED = 0
 
@@ -50,18 +52,19 @@ def make_client_app(
                 )
         return call_next(message, context)
 
-    app = ClientApp(mods=[drop_mod, make_secagg_mod(seed=seed)])
+    app = ClientApp(mods=[drop_mod, make_protocols_mod(seed=seed)])
 
     @app.train()
     def train(message: Message, context: Context) -> Message:
         model = message.content.array_records["arrays"].to_numpy_ndarrays()
         partition = int(context.node_config["partition-id"])
         data_seed = int(context.run_config.get("data-seed", DATA_SEED))
+        before = loss(model, range(partition, partition + 1), data_seed)  # Δ-FL ranks by it
         new_model, examples = local_train(model, partition, data_seed)
         content = RecordDict(
             {
                 "arrays": ArrayRecord([np.asarray(a) for a in new_model]),
-                "metrics": MetricRecord({"num-examples": examples}),
+                "metrics": MetricRecord({"num-examples": examples, "loss": before}),
             }
         )
         return Message(content, reply_to=message)

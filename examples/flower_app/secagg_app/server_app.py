@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import FedAvg
 
+from protocols.integrations.flower import SecureStrategy
 from secagg.integrations.flower import GridSumResult, SumEncoding, run_secure_sum
 
 from .task import initial_model, loss
@@ -40,6 +42,7 @@ class Settings:
     seed: int | None = None
     data_seed: int = 0
     results_file: str = ""
+    aggregation: str = "mean"  # or "geometric_median", "superquantile" (SecureStrategy)
 
 
 @dataclass
@@ -70,6 +73,7 @@ def settings_from(run_config: dict[str, Any]) -> Settings:
         seed=None if seed < 0 else seed,
         data_seed=int(run_config.get("data-seed", 0)),
         results_file=str(run_config.get("results-file", "")),
+        aggregation=str(run_config.get("aggregation", "mean")),
     )
 
 
@@ -106,8 +110,39 @@ def ask_partitions(grid: Grid, nodes: list[int], timeout: float) -> dict[int, in
     return out
 
 
+def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
+    """The geometric median (RFA) or Δ-FL through ``SecureStrategy`` around Flower's FedAvg."""
+    nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
+    record.partitions = ask_partitions(grid, nodes, settings.timeout)
+    partitions = range(max(record.partitions.values(), default=0) + 1)
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=settings.min_nodes),
+        settings.aggregation,
+        clip=settings.clip * 4,  # an L2 clip for the whole model
+        weight_cap=settings.weight_cap,
+        neighbors=settings.neighbors,
+        threshold=settings.threshold,
+        phase_timeout=settings.timeout,
+        loss_range=(0.0, 200.0),
+        seed=settings.seed,
+    )
+
+    def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord:
+        value = loss(arrays.to_numpy_ndarrays(), partitions, settings.data_seed)
+        record.losses.append(value)
+        report(settings, {"event": "evaluate", "round": server_round, "loss": value})
+        print(f"round {server_round}: loss {value:.4f}", flush=True)
+        return MetricRecord({"loss": value})
+
+    initial = ArrayRecord([np.asarray(a) for a in initial_model()])
+    strategy.start(grid, initial, num_rounds=settings.rounds, evaluate_fn=evaluate)
+    return record
+
+
 def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
     """The training loop (used by the ServerApp and by tests)."""
+    if settings.aggregation != "mean":
+        return run_strategy(grid, settings, record)
     nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
     record.partitions = ask_partitions(grid, nodes, settings.timeout)
     report(settings, {"event": "nodes", "partitions": sorted(record.partitions.values())})
