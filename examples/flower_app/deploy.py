@@ -112,8 +112,11 @@ def _executable(name: str) -> str:
 
 
 @contextlib.contextmanager
-def deployment(nodes: int, *, startup_deadline: float = 60.0) -> Iterator[Deployment]:
-    """A SuperLink and ``nodes`` SuperNodes on 127.0.0.1, stopped on exit."""
+def deployment(
+    nodes: int, *, startup_deadline: float = 60.0, keep_logs: bool = False
+) -> Iterator[Deployment]:
+    """A SuperLink and ``nodes`` SuperNodes on 127.0.0.1, stopped on exit (and their working
+    directory removed unless ``keep_logs``)."""
     workdir = Path(tempfile.mkdtemp(prefix="secagg-flower-"))
     port = free_port()
     env = dict(os.environ, FLWR_HOME=str(workdir / "flwr-home"), PYTHONUNBUFFERED="1")
@@ -165,6 +168,8 @@ def deployment(nodes: int, *, startup_deadline: float = 60.0) -> Iterator[Deploy
             _stop(process)
         if current.superlink is not None:
             _stop(current.superlink)
+        if not keep_logs:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def kill_supernode(current: Deployment, partition: int) -> None:
@@ -226,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phase-timeout", type=float, default=20.0)
     parser.add_argument("--deadline", type=float, default=300.0)
     args = parser.parse_args(argv)
-    with deployment(args.nodes) as current:
+    with deployment(args.nodes, keep_logs=True) as current:
         events = run_app(
             current,
             rounds=args.rounds,
