@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from audits import OurTarget, run_audits
+from audits import AuditResult, Verdict
 from audits.cli import main
 from audits.report import write_plots
 
@@ -28,15 +28,23 @@ def test_selected_audits_write_every_output(
 
 def test_plots_are_written_with_matplotlib(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="plots need matplotlib (extra 'plot')")
-    results = run_audits(
-        OurTarget(),
-        only=[1, 5],
-        options={
-            1: {"sigmas": [3.0], "samples": 20_000},
-            5: {"releases": 60, "require_power": False},
-        },
-    )
-    written = write_plots(results, tmp_path)
+    support = list(range(-3, 4))
+    pmf = AuditResult(
+        1, "sampler-fit", "ours", "s", 0.5, "t", 1, Verdict.PASS, 1e-6,
+        details={"plot_pmf": {"sampler": "exact", "sigma": 1.0, "support": support,
+                              "empirical": [0.0, 0.05, 0.25, 0.4, 0.25, 0.05, 0.0],
+                              "exact": [0.004, 0.054, 0.242, 0.399, 0.242, 0.054, 0.004]}},
+    )  # fmt: skip
+    mechanism = {
+        "mechanism": "noisy secure sum", "test_releases_per_neighbour": 100,
+        "trade_off_points": {"fpr": [0.0, 0.01, 0.1, 0.5], "fnr": [0.5, 0.2, 0.05, 0.0]},
+        "fit_mu_hat": 2.0, "fit_mu_lower": 1.5, "mu_claimed_equivalent": 2.5,
+    }  # fmt: skip
+    bound = AuditResult(
+        5, "epsilon-lower-bound", "ours", "s", 1.0, "t", 1, Verdict.PASS, 1e-6,
+        details={"mechanisms": [mechanism]},
+    )  # fmt: skip
+    written = write_plots([pmf, bound], tmp_path)
     assert sorted(Path(p).name for p in written) == ["sampler_pmf.png", "trade_off.png"]
     assert all(Path(p).stat().st_size > 1000 for p in written)
 

@@ -55,7 +55,12 @@ def test_mutant_restores_even_when_the_body_raises() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    [m.name for m in MUTANTS if m.expected_audits[0] not in (5, 7)],
+    # The float mutant has its own test below; 5 and 7 run in the self-check (slow here).
+    [
+        m.name
+        for m in MUTANTS
+        if m.expected_audits[0] not in (5, 7) and m.name != "float_in_exact_sampler"
+    ],
 )
 def test_cheap_mutants_are_caught_by_their_first_expected_audit(name: str) -> None:
     outcome = _mutant_run(mutant_by_name(name), tier="fast", seed=3, matrix=False)
