@@ -2,7 +2,8 @@
 
 The audits whose FAIL rests on a p-value near its Bonferroni level (1 sampler fit, 6 noise under
 dropout, 8 Shamir views, masks and masked inputs) run at their fast-tier settings for 20 seeds.
-The whole fast tier over 20 seeds (about 15 minutes here) is a command:
+The whole fast tier over 20 seeds (about 11 CPU-minutes; 30 minutes on the shared machine) is a
+command:
 ``secagg-dp-audit --false-alarms 20``.
 """
 
