@@ -368,7 +368,7 @@ def section_b(outcomes: Sequence[Outcome], name: str, lines: list[str]) -> dict[
             f"{mean_std([o.mean for o in runs], 1, 3)} | {gap.mean():+.3f} ("
             + ", ".join(f"{v:+.3f}" for v in gap)
             + f") | {np.mean([o.rho for o in runs]):.3g} | "
-            f"{epsilon_text(np.mean([o.epsilon_dp for o in runs]))} | "
+            f"{epsilon_text(float(np.mean([o.epsilon_dp for o in runs])))} | "
             f"{np.mean([o.empty_tail_rounds for o in runs]):.1f} |"
         )
         summary[label] = {
