@@ -9,6 +9,7 @@ raises. After that, every call raises.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
 from enum import Enum
 
@@ -57,6 +58,33 @@ from secagg.randomness import KeystreamRandom, RandomSource
 from secagg.ring import RingArray
 
 __all__ = ["Client", "ClientState"]
+
+# Snapshot format (little-endian): version:u8 ‖ state:u8 ‖ client_id:u32 ‖ field*, each field a u32
+# length and its bytes, in the order of Client.snapshot.
+_SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEADER = struct.Struct("<BBI")
+_U32 = struct.Struct("<I")
+_SNAPSHOT_FIELDS = 12
+
+
+def _encode_map(entries: dict[int, bytes]) -> bytes:
+    return b"".join(_U32.pack(k) + _U32.pack(len(v)) + v for k, v in sorted(entries.items()))
+
+
+def _decode_map(data: bytes) -> dict[int, bytes]:
+    out: dict[int, bytes] = {}
+    offset = 0
+    while offset < len(data):
+        (key,) = _U32.unpack_from(data, offset)
+        (size,) = _U32.unpack_from(data, offset + 4)
+        offset += 8
+        value = data[offset : offset + size]
+        if len(value) != size or key in out:
+            raise ValueError("corrupt client snapshot: bad map entry")
+        out[key] = value
+        offset += size
+    return out
+
 
 logger = logging.getLogger(__name__)
 
@@ -250,6 +278,124 @@ class Client:
         return [encode_message(reply) for reply in self.receive(message)]
 
     # -- internals ----------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The client's whole state between two calls, as bytes.
+
+        For transports whose client side is not one long-lived process (Flower re-runs its
+        ClientApp for every message and keeps only the node's ``Context``). The random source is
+        not saved: a client draws randomness only inside one call. The bytes hold the client's
+        secret keys and self-mask seed: they must never leave the client's node.
+
+        Returns
+        -------
+        bytes
+            A versioned encoding that :meth:`restore` reads back.
+
+        Examples
+        --------
+        >>> from secagg import SecAggConfig
+        >>> client = Client(SecAggConfig(dimension=2, threshold=2), 1, input_vector=[1, 2])
+        >>> _ = client.start()
+        >>> Client.restore(client.snapshot()).state
+        <ClientState.AWAITING_KEY_DIRECTORY: 'awaiting_key_directory'>
+        """
+        ring_input = b"" if self._input is None else self._input.astype("<u8").tobytes()
+        fields = [
+            self.config.to_bytes(),
+            (self._abort_reason or "").encode(),
+            b"" if self._encryption_keys is None else self._encryption_keys.private,
+            b"" if self._mask_keys is None else self._mask_keys.private,
+            self._self_mask_seed,
+            self._session_id,
+            b"".join(_U32.pack(v) for v in self._neighbors),
+            _encode_map({v: keys[0] + keys[1] for v, keys in self._neighbor_keys.items()}),
+            _encode_map(self._share_keys),
+            _encode_map(self._held_seed_shares),
+            _encode_map(self._held_key_shares),
+            ring_input,
+        ]
+        states = tuple(ClientState)
+        head = _SNAPSHOT_HEADER.pack(_SNAPSHOT_VERSION, states.index(self._state), self.client_id)
+        return head + b"".join(_U32.pack(len(f)) + f for f in fields)
+
+    @classmethod
+    def restore(
+        cls,
+        data: bytes,
+        *,
+        random_factory: Callable[[SecAggConfig, int], RandomSource] | None = None,
+    ) -> Client:
+        """The client that :meth:`snapshot` saved, ready for its next call.
+
+        Parameters
+        ----------
+        data
+            Bytes from :meth:`snapshot`.
+        random_factory
+            ``random_factory(config, client_id)`` gives the restored client's random source;
+            ``None``: fresh operating-system randomness.
+
+        Raises
+        ------
+        ValueError
+            If the bytes are not a well-formed snapshot of this version.
+
+        Examples
+        --------
+        >>> from secagg import SecAggConfig
+        >>> Client.restore(Client(SecAggConfig(dimension=2, threshold=2), 2).snapshot()).client_id
+        2
+        >>> Client.restore(b"junk")
+        Traceback (most recent call last):
+        ...
+        ValueError: corrupt client snapshot: truncated
+        """
+        data = bytes(data)
+        states = tuple(ClientState)
+        try:
+            version, state_index, client_id = _SNAPSHOT_HEADER.unpack_from(data)
+            if version != _SNAPSHOT_VERSION or state_index >= len(states):
+                raise ValueError(
+                    f"unsupported client snapshot (version {version}, state {state_index}); "
+                    f"this build reads version {_SNAPSHOT_VERSION}"
+                )
+            fields: list[bytes] = []
+            offset = _SNAPSHOT_HEADER.size
+            while offset < len(data):
+                (size,) = _U32.unpack_from(data, offset)
+                fields.append(data[offset + 4 : offset + 4 + size])
+                offset += 4 + size
+            if len(fields) != _SNAPSHOT_FIELDS or offset != len(data):
+                raise ValueError("corrupt client snapshot: truncated")
+            (config_bytes, reason, enc, mask, seed, session, neighbors, neighbor_keys, share_keys,
+             seed_shares, key_shares, ring_input) = fields  # fmt: skip
+            if len(neighbors) % 4 or len(ring_input) % 8:
+                raise ValueError("corrupt client snapshot: bad field length")
+            config = SecAggConfig.from_bytes(config_bytes)
+            random_source = None if random_factory is None else random_factory(config, client_id)
+            client = cls(config, client_id, random_source=random_source)
+            client._state = states[state_index]
+            client._abort_reason = reason.decode() or None
+            client._encryption_keys = KeyPair.from_private_bytes(enc) if enc else None
+            client._mask_keys = KeyPair.from_private_bytes(mask) if mask else None
+            client._self_mask_seed = seed
+            client._session_id = session
+            client._neighbors = tuple(int(v) for v in np.frombuffer(neighbors, dtype="<u4"))
+            client._neighbor_keys = {
+                v: ClientKeys(keys[:KEY_BYTES], keys[KEY_BYTES:])
+                for v, keys in _decode_map(neighbor_keys).items()
+            }
+            client._share_keys = _decode_map(share_keys)
+            client._held_seed_shares = _decode_map(seed_shares)
+            client._held_key_shares = _decode_map(key_shares)
+            if ring_input:
+                client._input = config.ring.reduce(np.frombuffer(ring_input, dtype="<u8"))
+        except struct.error:
+            raise ValueError("corrupt client snapshot: truncated") from None
+        except (UnicodeDecodeError, ProtocolError, TypeError) as error:
+            raise ValueError(f"corrupt client snapshot: {error}") from None
+        return client
 
     def _raise_if_aborted(self) -> None:
         if self._state is ClientState.ABORTED:

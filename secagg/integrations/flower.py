@@ -37,7 +37,6 @@ from numpy.typing import NDArray
 from secagg.client import Client
 from secagg.config import SecAggConfig
 from secagg.errors import ProtocolError, RemoteProtocolError
-from secagg.integrations._client_state import restore_client, snapshot_client
 from secagg.messages import Message as SecAggMessage
 from secagg.messages import decode_message, encode_message
 from secagg.randomness import KeystreamRandom
@@ -326,7 +325,7 @@ def make_secagg_mod(
                 if state is None:
                     raise RemoteProtocolError(f"stage {stage} before advertise_keys", peer_id=0)
                 saved = {k: v for k, v in state.items() if k != "client"}
-                client = restore_client(
+                client = Client.restore(
                     _field(state, "client", bytes),
                     random_factory=lambda cfg, u: _client_random(seed, cfg, u).spawn(
                         stage.encode()
@@ -358,10 +357,10 @@ def make_secagg_mod(
             logger.warning("secagg client refused stage %s: %s", stage, exc)
             if client is not None:
                 context.state.config_records[STATE_KEY] = ConfigRecord(
-                    {"client": snapshot_client(client), "aborted": True}
+                    {"client": client.snapshot(), "aborted": True}
                 )
             return FlowerMessage(Error(ERROR_CODE, f"secagg-dp {stage}: {exc}"), reply_to=message)
-        saved["client"] = snapshot_client(client)
+        saved["client"] = client.snapshot()
         context.state.config_records[STATE_KEY] = ConfigRecord(saved)
         content = RecordDict() if stage != "masked_input" else extra
         content[RECORD_KEY] = ConfigRecord({"stage": stage, "payload": replies[0]})

@@ -17,8 +17,7 @@ pytest.importorskip(
 
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 
-from secagg import HeadroomError, Quantizer, Ring, TooFewSurvivorsError, secure_sum
-from secagg.integrations._client_state import restore_client
+from secagg import Client, HeadroomError, Quantizer, Ring, TooFewSurvivorsError, secure_sum
 from secagg.integrations.flower import (
     RECORD_KEY,
     STATE_KEY,
@@ -150,7 +149,7 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
     grid = loopback_grid(vector_client_app(vectors_for([1, 2, 3])))
     run_secure_sum(grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0)
     for context in grid.contexts.values():
-        client = restore_client(bytes(context.state.config_records[STATE_KEY]["client"]))
+        client = Client.restore(bytes(context.state.config_records[STATE_KEY]["client"]))
         assert client.state.name == "COMPLETED"
         assert client._self_mask_seed == b"" and client._mask_keys is None  # secrets erased
 
