@@ -28,6 +28,7 @@ from dpquantile.accounting import (
     SelfComposedEvent,
     ZCDPAccountant,
     kls21_sensitivities,
+    rho_for_epsilon,
 )
 from dpquantile.histogram import HistogramTree
 from dpquantile.pmf import (
@@ -82,6 +83,7 @@ __all__ = [
     "kls21_sensitivities",
     "quantile_noise_sigma",
     "quantile_scale",
+    "rho_for_epsilon",
     "sample_discrete_gaussian",
     "sample_discrete_gaussian_exact",
     "sample_discrete_laplace",

@@ -18,6 +18,7 @@ BS16 = Bun, Steinke, "Concentrated Differential Privacy" (TCC 2016, arXiv:1605.0
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -51,6 +52,7 @@ __all__ = [
     "SelfComposedEvent",
     "ZCDPAccountant",
     "kls21_sensitivities",
+    "rho_for_epsilon",
 ]
 
 # A Rényi bound D_α ≤ ξ + α·ρ for every α > 1, stored as (ξ, ρ).
@@ -1337,3 +1339,56 @@ class PrivacyBudget:
                 limit=limit,
             )
         self._accountant = trial
+
+
+# Relative precision of rho_for_epsilon's bisection.
+_RHO_PRECISION = 1e-9
+
+
+@functools.lru_cache(maxsize=64)
+def rho_for_epsilon(epsilon: float, delta: float) -> float:
+    """The largest zCDP ρ whose (ε, δ)-DP, as the accountant converts it, is at most ε.
+
+    The inverse of ``ZCDPAccountant().compose(ZCDP(rho)).epsilon(delta)`` (CKS20 Cor. 13, the
+    accountant's own conversion), found by bisection (ε(ρ) is increasing in ρ). A history whose
+    events compose to at most this ρ is (ε, δ)-DP.
+
+    Parameters
+    ----------
+    epsilon
+        Target ε > 0.
+    delta
+        δ in (0, 1).
+
+    Returns
+    -------
+    float
+        ρ, within a relative 1e-9 below the exact inverse.
+
+    Examples
+    --------
+    >>> rho = rho_for_epsilon(5.0, 1e-5)
+    >>> round(rho, 4)
+    0.551
+    >>> ZCDPAccountant().compose(ZCDP(rho)).epsilon(1e-5) <= 5.0
+    True
+    >>> rho_for_epsilon(5.0, 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: delta must lie in the open interval (0, 1); got 0.0
+    """
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_probability("delta", delta)
+
+    def converted(rho: float) -> float:
+        return ZCDPAccountant().compose(ZCDP(rho)).epsilon(delta)
+
+    low, high = 0.0, epsilon  # ε(ρ) > ρ for the usual δ; the loop below widens otherwise
+    while converted(high) <= epsilon:
+        low, high = high, 2.0 * high
+    while high - low > _RHO_PRECISION * high:
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if converted(middle) <= epsilon else (low, middle)
+    if low == 0.0:
+        raise ValueError(f"no ρ > 0 gives ε ≤ {epsilon:g} at δ = {delta:g}")
+    return low

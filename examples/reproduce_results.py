@@ -48,7 +48,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from dpquantile import ZCDP, ZCDPAccountant  # noqa: E402
+from dpquantile import ZCDP, ZCDPAccountant, rho_for_epsilon  # noqa: E402
 from protocols.training import (  # noqa: E402
     Corruption,
     DirichletSplit,
@@ -58,7 +58,7 @@ from protocols.training import (  # noqa: E402
     fashion_mnist,
     synthetic,
 )
-from protocols.training.trainer_config import TrainerConfig, rho_for_epsilon  # noqa: E402
+from protocols.training.trainer_config import TrainerConfig  # noqa: E402
 from protocols.training.trainers import TrainingResult, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

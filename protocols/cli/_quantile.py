@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dpquantile import ZCDPAccountant, dp_quantile
+from dpquantile import ZCDPAccountant, dp_quantile, rho_for_epsilon
 from protocols.cli._progress import ProgressBar
 from secagg import HeadroomError, TooFewSurvivorsError
 
@@ -42,13 +42,18 @@ def register(subparsers: Any) -> None:
         description=(
             "Each simulated client holds one value from a built-in distribution; the q-quantile "
             "is estimated from a noisy hierarchical histogram (distributed discrete Gaussian) "
-            "summed with the secure-sum protocol. ε is the paper's: the release is ½ε²-zCDP."
+            "summed with the secure-sum protocol. --epsilon is the release's (ε, δ)-DP at --delta, "
+            "converted to the largest zCDP ρ that certifies it; --rho sets ρ directly."
         ),
     )
     parser.add_argument("--clients", type=int, default=512, help="number of clients n")
     parser.add_argument("--q", type=_level, default=0.9, help="quantile level in (0, 1)")
-    parser.add_argument(
-        "--epsilon", type=_positive_float, default=1.0, help="privacy: ½ε²-zCDP (ρ = ε²/2)"
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--epsilon", type=_positive_float, default=1.0, help="privacy: (ε, δ)-DP at --delta"
+    )
+    budget.add_argument(
+        "--rho", type=_positive_float, default=None, help="privacy: ρ-zCDP (instead of --epsilon)"
     )
     parser.add_argument("--bins", type=int, default=64, help="histogram bins (a power of 2)")
     parser.add_argument("--mechanism", choices=["tree", "flat"], default="tree")
@@ -64,7 +69,7 @@ def register(subparsers: Any) -> None:
         default=True,
         help="run the real secure sum (default) or only add the identical noise",
     )
-    parser.add_argument("--delta", type=_level, default=1e-5, help="δ for the (ε, δ) report")
+    parser.add_argument("--delta", type=_level, default=1e-5, help="δ of the (ε, δ)-DP guarantee")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=run)
@@ -79,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     values = rng.chisquare(3, size=n) if args.distribution == "chi2" else rng.random(n)
     lower, upper = _DISTRIBUTIONS[args.distribution]
-    rho = args.epsilon**2 / 2
+    rho = args.rho if args.rho is not None else rho_for_epsilon(args.epsilon, args.delta)
     bar = ProgressBar()
     if args.json:
         bar.enabled = False
@@ -119,7 +124,6 @@ def run(args: argparse.Namespace) -> int:
         "true_quantile": true_quantile,
         "rank_error": abs(rank - args.q),
         "absolute_error": abs(result.estimate - true_quantile),
-        "epsilon_zcdp": args.epsilon,
         "rho": result.rho,
         "epsilon_dp": epsilon_dp,
         "delta": args.delta,
@@ -143,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  true quantile  {true_quantile:.4f}   (absolute error {report['absolute_error']:.4f})")
     print(f"  rank error     {report['rank_error']:.4f}   (F(estimate) = {rank:.4f})")
     print(
-        f"  privacy        ½ε²-zCDP with ε = {args.epsilon:g} (ρ = {result.rho:.4g}); "
-        f"({epsilon_dp:.3f}, {args.delta:g})-DP; σ = {result.sigma:.3f} per client, "
+        f"  privacy        ρ = {result.rho:.4g} zCDP, ({epsilon_dp:.3f}, {args.delta:g})-DP; "
+        f"σ = {result.sigma:.3f} per client, "
         f"M = 2^{result.modulus_bits}"
     )
     print(f"  time           {elapsed:.2f} s")

@@ -8,12 +8,11 @@ the seed. The trainers themselves are in :mod:`protocols.training.trainers`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from dpquantile import ZCDP, ZCDPAccountant
+from dpquantile import rho_for_epsilon
 from protocols._checks import (
     check_fraction,
     check_int,
@@ -52,56 +51,6 @@ MODELS: tuple[str, ...] = get_args(ModelKind)
 
 _NEIGHBORS_AUTO = "auto"
 # Bisection of rho_for_epsilon: relative precision of ρ (ρ is rounded down to stay in budget).
-_RHO_RELATIVE_PRECISION = 1e-9
-
-
-@functools.lru_cache(maxsize=64)
-def rho_for_epsilon(epsilon: float, delta: float) -> float:
-    """The largest zCDP ρ whose (ε, δ)-DP, as the accountant converts it, is at most ε.
-
-    The inverse of ``ZCDPAccountant().compose(ZCDP(rho)).epsilon(delta)`` (CKS20 Cor. 13, the
-    accountant's own conversion), found by bisection (ε(ρ) is increasing in ρ). A history whose
-    events compose to at most this ρ is (ε, δ)-DP.
-
-    Parameters
-    ----------
-    epsilon
-        Target ε > 0.
-    delta
-        δ in (0, 1).
-
-    Returns
-    -------
-    float
-        ρ, within a relative 1e-9 below the exact inverse.
-
-    Examples
-    --------
-    >>> rho = rho_for_epsilon(5.0, 1e-5)
-    >>> round(rho, 4)
-    0.551
-    >>> ZCDPAccountant().compose(ZCDP(rho)).epsilon(1e-5) <= 5.0
-    True
-    >>> rho_for_epsilon(5.0, 0.0)
-    Traceback (most recent call last):
-    ...
-    ValueError: delta must be a number in (0, 1); got 0.0
-    """
-    epsilon = check_positive("epsilon", epsilon)
-    delta = check_fraction("delta", delta, zero=False, one=False)
-
-    def converted(rho: float) -> float:
-        return ZCDPAccountant().compose(ZCDP(rho)).epsilon(delta)
-
-    low, high = 0.0, epsilon  # ε(ρ) > ρ for the usual δ; the loop below widens otherwise
-    while converted(high) <= epsilon:
-        low, high = high, 2.0 * high
-    while high - low > _RHO_RELATIVE_PRECISION * high:
-        middle = 0.5 * (low + high)
-        low, high = (middle, high) if converted(middle) <= epsilon else (low, middle)
-    if low == 0.0:
-        raise ValueError(f"no ρ > 0 gives ε ≤ {epsilon:g} at δ = {delta:g}")
-    return low
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from dpquantile import ZCDP, ZCDPAccountant
+from dpquantile import ZCDP, ZCDPAccountant, rho_for_epsilon
 from protocols.training import ClientData, Corruption, FederatedDataset, synthetic
-from protocols.training.trainer_config import TrainerConfig, rho_for_epsilon
+from protocols.training.trainer_config import TrainerConfig
 from protocols.training.trainers import (
     ErrorSummary,
     FederatedTrainer,
