@@ -23,6 +23,8 @@ from protocols.cli._quantile import _level as _probability
 from protocols.cli._quantile import _positive_float
 from protocols.training.corruption import CORRUPTION_KINDS, Corruption
 from protocols.training.datasets import DATASET_NAMES, DatasetNotAvailableError, load_dataset
+from protocols.training.fedplus import FedPlusConfig, FedPlusResult, train_fedplus
+from protocols.training.ffgb import FFGBConfig, FFGBResult, train_ffgb
 from protocols.training.trainer_config import ALGORITHMS, MODELS, TrainerConfig
 from protocols.training.trainers import TrainingResult, train
 from secagg import HeadroomError
@@ -30,7 +32,25 @@ from secagg import HeadroomError
 __all__ = ["register", "run"]
 
 DEFAULT_OUT = Path("secagg-dp-results")
-_ALGORITHM_LABELS = {"fedavg": "FedAvg", "deltafl": "Δ-FL", "rfa": "RFA", "rfa1": "RFA-1"}
+_ALGORITHM_LABELS = {
+    "fedavg": "FedAvg",
+    "deltafl": "Δ-FL",
+    "rfa": "RFA",
+    "rfa1": "RFA-1",
+    "fedavg+": "FedAvg+",
+    "fedgeomed+": "FedGeoMed+",
+    "fedcomed+": "FedCoMed+",
+    "fedprox": "FedProx",
+    "ffgb": "FFGB",
+    "ffgb-c": "FFGB.C",
+    "ffgb-l": "FFGB.L",
+}
+# Fed+ (personalised; FedProx is its non-personalised baseline) and FFGB run their own trainers.
+_FEDPLUS = ("fedavg+", "fedgeomed+", "fedcomed+", "fedprox")
+_FFGB = ("ffgb", "ffgb-c", "ffgb-l")
+_CHOICES = (*ALGORITHMS, *_FEDPLUS, *_FFGB)
+AnyConfig = TrainerConfig | FedPlusConfig | FFGBConfig
+AnyResult = TrainingResult | FedPlusResult | FFGBResult
 # Dataset sizes of the command (FedProx's 30 Synthetic users; 100 + 50 unseen image clients).
 _DATASET_ARGUMENTS: dict[str, dict[str, Any]] = {
     "synthetic": {"num_clients": 30, "num_test_clients": 0},
@@ -65,9 +85,11 @@ def _algorithms(values: Sequence[str] | None) -> list[str]:
     chosen: list[str] = []
     for value in values or ["deltafl,fedavg"]:
         for raw in value.split(","):
-            name = raw.strip().lower().replace("-", "")
-            if name not in ALGORITHMS:
-                raise ValueError(f"unknown --algo {name!r}; choose from {', '.join(ALGORITHMS)}")
+            name = raw.strip().lower().replace("_", "-").replace(".", "-")
+            if name not in _CHOICES:
+                name = name.replace("-", "")  # delta-fl, rfa-1
+            if name not in _CHOICES:
+                raise ValueError(f"unknown --algo {raw!r}; choose from {', '.join(_CHOICES)}")
             if name not in chosen:
                 chosen.append(name)
     return chosen
@@ -98,7 +120,7 @@ def register(subparsers: Any) -> None:
         "--algo",
         action="append",
         metavar="ALGO",
-        help=f"algorithm(s), repeatable or comma-separated: {', '.join(ALGORITHMS)} "
+        help=f"algorithm(s), repeatable or comma-separated: {', '.join(_CHOICES)} "
         "(default: deltafl,fedavg)",
     )
     parser.add_argument(
@@ -151,7 +173,29 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[TrainerConfig]:
+def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]:
+    shared: dict[str, Any] = {
+        "rounds": args.rounds,
+        "clients_per_round": args.clients_per_round,
+        "secure": args.secure,
+        "dropout": args.dropout,
+        "seed": args.seed,
+    }
+    local = {"local_steps": args.local_steps, "batch_size": args.batch_size, "lr": args.lr}
+    configs: list[AnyConfig] = []
+    for name in algorithms:
+        if name in _FEDPLUS:
+            configs.append(
+                FedPlusConfig(algorithm=name, model=args.model, **shared, **local)  # type: ignore[arg-type]
+            )
+        elif name in _FFGB:
+            configs.append(FFGBConfig(variant=name, **shared))  # type: ignore[arg-type]
+        else:
+            configs.append(_trainer_config(args, name))
+    return configs
+
+
+def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
     common: dict[str, Any] = {
         "rounds": args.rounds,
         "clients_per_round": args.clients_per_round,
@@ -166,20 +210,21 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[TrainerCon
         "seed": args.seed,
         "delta": args.delta,
     }
-    return [
-        TrainerConfig(
-            algorithm=name,  # type: ignore[arg-type]
-            epsilon=args.epsilon if name == "deltafl" and not args.no_dp else None,
-            **common,
-        )
-        for name in algorithms
-    ]
+    return TrainerConfig(
+        algorithm=name,  # type: ignore[arg-type]
+        epsilon=args.epsilon if name == "deltafl" and not args.no_dp else None,
+        **common,
+    )
 
 
-def _label(result: TrainingResult) -> str:
+def _algorithm(config: AnyConfig) -> str:
+    return config.variant if isinstance(config, FFGBConfig) else config.algorithm
+
+
+def _label(result: AnyResult) -> str:
     config = result.config
-    label = _ALGORITHM_LABELS[config.algorithm]
-    if config.algorithm == "deltafl":
+    label = _ALGORITHM_LABELS[_algorithm(config)]
+    if isinstance(config, TrainerConfig) and config.algorithm == "deltafl":
         label += f" θ={config.theta:g}"
         label += f" ε={config.epsilon:g}" if config.epsilon is not None else " exact-q"
     return label
@@ -197,7 +242,12 @@ def _arguments_record(args: argparse.Namespace) -> dict[str, Any]:
     return record
 
 
-def _evaluation_text(result: TrainingResult) -> str:
+def _evaluation_text(result: AnyResult) -> str:
+    if isinstance(result, FedPlusResult):
+        return (
+            f"personalised error (each party's own model) on the held-out splits of the "
+            f"{result.errors.num_clients} training parties"
+        )
     if result.evaluation == "heldout":
         return (
             f"error on the held-out splits of the {result.errors.num_clients} training clients "
@@ -206,7 +256,7 @@ def _evaluation_text(result: TrainingResult) -> str:
     return f"error on {result.errors.num_clients} unseen test clients"
 
 
-def _table(results: list[TrainingResult]) -> str:
+def _table(results: list[AnyResult]) -> str:
     header = (
         f"{'algorithm':<18s} {'mean':>6s} {'p10':>6s} {'p50':>6s} {'p90':>6s} "
         f"{'ρ zCDP':>7s} {'ε (δ)':>6s} {'sec avgs':>8s} {'skipped':>7s} {'empty':>5s} "
@@ -215,17 +265,21 @@ def _table(results: list[TrainingResult]) -> str:
     lines = [header, "-" * len(header)]
     for result in results:
         errors = result.errors
-        empty = str(result.empty_tail_rounds) if result.config.algorithm == "deltafl" else "—"
+        empty, rho, epsilon = "—", 0.0, 0.0
+        if isinstance(result, TrainingResult):
+            rho, epsilon = result.rho_spent, result.epsilon_spent
+            if result.config.algorithm == "deltafl":
+                empty = str(result.empty_tail_rounds)
         lines.append(
             f"{_label(result):<18s} {errors.mean:>6.3f} {errors.p10:>6.3f} {errors.p50:>6.3f} "
-            f"{errors.p90:>6.3f} {result.rho_spent:>7.3g} {result.epsilon_spent:>6.3g} "
+            f"{errors.p90:>6.3f} {rho:>7.3g} {epsilon:>6.3g} "
             f"{result.num_secure_averages:>8d} {result.rounds_skipped:>7d} "
             f"{empty:>5s} {result.wall_time:>6.1f}s"
         )
     return "\n".join(lines)
 
 
-def _plot(results: list[TrainingResult], path: Path, title: str) -> str | None:
+def _plot(results: list[AnyResult], path: Path, title: str) -> str | None:
     """Write the per-client error distributions; return a message if matplotlib is missing."""
     try:
         import matplotlib  # noqa: PLC0415 (the plot extra is optional)
@@ -289,15 +343,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     bar = ProgressBar()
     bar.enabled = bar.enabled and not args.quiet
-    results: list[TrainingResult] = []
+    results: list[AnyResult] = []
     for config in configs:
-        label = _ALGORITHM_LABELS[config.algorithm]
+        label = _ALGORITHM_LABELS[_algorithm(config)]
 
         def progress(done: int, total: int, label: str = label) -> None:
             bar.update(label, done, total)
 
         try:
-            result = train(data, config, progress=progress)
+            result: AnyResult
+            if isinstance(config, FedPlusConfig):
+                result = train_fedplus(config, data, progress=progress)
+            elif isinstance(config, FFGBConfig):
+                result = train_ffgb(config, data, progress=progress)
+            else:
+                result = train(data, config, progress=progress)
         except (ValueError, HeadroomError) as error:
             bar.close()
             print(f"error: {error}")
@@ -316,7 +376,8 @@ def run(args: argparse.Namespace) -> int:
         f"{data.name}: {len(data.train_clients)} training clients, {args.rounds} rounds × "
         f"{args.clients_per_round} clients, {path}, corruption {corruption}, seed {args.seed}"
     )
-    print(_evaluation_text(results[0]))
+    for text in dict.fromkeys(_evaluation_text(result) for result in results):
+        print(text)
     print(_table(results))
     print(
         "ρ zCDP: the zCDP ρ composed over every noisy release; ε (δ): the (ε, δ)-DP it certifies "

@@ -71,3 +71,18 @@ def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     for bad in (["--theta", "0"], ["--epsilon", "-1"], ["--delta", "1"], ["--corruption", "x:1"]):
         with pytest.raises(SystemExit):
             run(bad)
+
+
+def test_fedplus_and_ffgb_through_the_same_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--algo", "fedavg+,FedCoMed+", "--algo", "ffgb-c,FFGB.L", "--rounds", "2"]
+    assert run([*argv, "--no-secure", "--no-plot", "--quiet", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for label in ("FedAvg+", "FedCoMed+", "FFGB.C", "FFGB.L", "personalised error"):
+        assert label in out
+    record = json.loads((tmp_path / "train_results.json").read_text())
+    runs = record["runs"]
+    assert [r["algorithm"] for r in runs[:2]] == ["fedavg+", "fedcomed+"]
+    assert [r["config"]["variant"] for r in runs[2:]] == ["ffgb-c", "ffgb-l"]
+    assert all(0.0 <= r["errors"]["mean"] <= 1.0 for r in runs)
