@@ -11,6 +11,17 @@ Every entry point has ``secure=False`` for plain numpy that agrees to quantisati
 
 from __future__ import annotations
 
+from protocols.aggregation.fedplus import (
+    REGULARIZERS,
+    CoordinateAverageResult,
+    FedPlusAggregate,
+    FedPlusL2Rule,
+    Regularizer,
+    fedplus_aggregate,
+    fedplus_objective,
+    fedplus_offsets,
+    secure_coordinate_average,
+)
 from protocols.aggregation.geometric_median import (
     GeometricMedianResult,
     WeiszfeldRule,
@@ -40,29 +51,50 @@ from protocols.aggregation.secure_average import (
     ZeroWeightSumError,
     secure_weighted_average,
 )
+from protocols.aggregation.superquantile import (
+    EMPTY_TAIL_POLICIES,
+    QuantileSettings,
+    SuperquantileResult,
+    superquantile_aggregate,
+    tail_weights,
+)
 
 __all__ = [
+    "EMPTY_TAIL_POLICIES",
+    "REGULARIZERS",
     "WEIGHT_COORDINATE_SCALE",
     "AverageResult",
     "AverageSettings",
     "CallPlan",
     "Contributions",
+    "CoordinateAverageResult",
     "DiscreteGaussianNoise",
     "EffectiveWeightError",
+    "FedPlusAggregate",
+    "FedPlusL2Rule",
     "GeometricMedianResult",
     "IterativeResult",
     "IterativeRule",
     "IterativeSecureAggregate",
     "IterativeState",
+    "QuantileSettings",
+    "Regularizer",
     "ServerView",
+    "SuperquantileResult",
     "WeiszfeldRule",
     "ZeroWeightSumError",
     "clip_rows",
     "clip_rows_with_norms",
+    "fedplus_aggregate",
+    "fedplus_objective",
+    "fedplus_offsets",
     "geometric_median",
     "geometric_median_objective",
     "one_step_rfa",
     "privacy_smoothing",
     "run_iterative_aggregate",
+    "secure_coordinate_average",
     "secure_weighted_average",
+    "superquantile_aggregate",
+    "tail_weights",
 ]

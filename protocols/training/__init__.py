@@ -34,6 +34,28 @@ from protocols.training.datasets import (
     mnist_5k,
     synthetic,
 )
+from protocols.training.fedplus import (
+    FEDPLUS_ALGORITHMS,
+    FedPlusConfig,
+    FedPlusResult,
+    FedPlusTrainer,
+    train_fedplus,
+)
+from protocols.training.fedplus_data import (
+    outlier_parties,
+    personalized_regression,
+)
+from protocols.training.ffgb import (
+    FFGB_VARIANTS,
+    FFGBConfig,
+    FFGBResult,
+    FFGBTrainer,
+    FunctionalModel,
+    train_ffgb,
+)
+from protocols.training.homogeneity import (
+    homogeneity_split,
+)
 from protocols.training.models import (
     MLP,
     Classifier,
@@ -52,11 +74,33 @@ from protocols.training.partition import (
     rotate_images,
     train_test_indices,
 )
+from protocols.training.trainer_config import (
+    ALGORITHMS,
+    TrainerConfig,
+)
+from protocols.training.trainer_results import (
+    ErrorSummary,
+    RoundRecord,
+    TrainingResult,
+)
+from protocols.training.trainers import (
+    FederatedTrainer,
+    train,
+)
+from protocols.training.weak_learners import (
+    FourierRidgeLearner,
+    InterpolatingLearner,
+    MLPRegressorLearner,
+    WeakLearner,
+)
 
 __all__ = [
+    "ALGORITHMS",
     "CORRUPTION_KINDS",
     "DATASET_NAMES",
     "FASHION_MNIST_DIR",
+    "FEDPLUS_ALGORITHMS",
+    "FFGB_VARIANTS",
     "MLP",
     "Classifier",
     "ClientData",
@@ -65,14 +109,30 @@ __all__ = [
     "CorruptionPlan",
     "DatasetNotAvailableError",
     "DirichletSplit",
+    "ErrorSummary",
+    "FFGBConfig",
+    "FFGBResult",
+    "FFGBTrainer",
+    "FedPlusConfig",
+    "FedPlusResult",
+    "FedPlusTrainer",
     "FederatedDataset",
+    "FederatedTrainer",
+    "FourierRidgeLearner",
+    "FunctionalModel",
     "IIDSplit",
+    "InterpolatingLearner",
     "LinearRegression",
     "LocalSGDStats",
+    "MLPRegressorLearner",
     "Model",
     "MultinomialLogisticRegression",
+    "RoundRecord",
     "ShardSplit",
     "Split",
+    "TrainerConfig",
+    "TrainingResult",
+    "WeakLearner",
     "choose_test_clients",
     "corrupt_client",
     "corrupt_dataset",
@@ -82,13 +142,19 @@ __all__ = [
     "digits",
     "fashion_mnist",
     "flip_labels",
+    "homogeneity_split",
     "load_dataset",
     "mnist_5k",
     "negate_images",
     "omniscient_vector",
+    "outlier_parties",
     "partition_indices",
+    "personalized_regression",
     "rotate_images",
     "select_corrupted_clients",
     "synthetic",
+    "train",
+    "train_fedplus",
+    "train_ffgb",
     "train_test_indices",
 ]

@@ -31,7 +31,6 @@ __all__ = [
     "Evaluation",
     "ModelKind",
     "TrainerConfig",
-    "rho_for_epsilon",
 ]
 
 Algorithm = Literal["fedavg", "deltafl", "rfa", "rfa1"]
