@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta["defects"] = known_defects(results)
         print()
         for row in meta["defects"]:
-            print(f"{row['status']:>9}  (audit {row['audit']})  {row['defect']}")
+            print(f"{row['status']:>12}  (audit {row['audit']})  {row['defect']}")
     written = write_outputs(results, args.out, meta, plots=not args.no_plots)
     print(f"wrote {', '.join(written)}")
     return 1 if any(r.verdict is Verdict.FAIL for r in results) else 0

@@ -9,7 +9,8 @@ serde (the masked vectors its server receives are read there), and its local-DP 
 strategy, training function) is ours, written as the benchmark driver ``bench/_flower_anchor.py``
 does. Flower has no discrete Gaussian sampler, accountant, noisy secure aggregate or sans-I/O
 server, so audits 1–4, 6 and 9 and audit 7's state machine report ``n/a``.
-:func:`known_defects` turns a run's records into the REFERENCES §1 table (confirmed / refuted).
+:func:`known_defects` turns a run's records into the REFERENCES §1 table (confirmed / refuted,
+or inconclusive when an audit raised or recorded no evidence).
 
 Also observed while writing the adapter (not an audit): ``LocalDpMod`` divides by zero when a
 client's update is exactly 0 (``clip_inputs_inplace``), so the neighbours here are ±1/2.
@@ -24,7 +25,7 @@ import contextlib
 import importlib
 import importlib.metadata
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
@@ -589,11 +590,31 @@ def _by_number(results: Sequence[AuditResult], number: int) -> AuditResult | Non
     )
 
 
+_MISSING = object()
+
+
+def _evidence(details: Mapping[str, Any], path: str) -> Any:
+    """``details`` at a dotted path; ``_MISSING`` when absent or empty (nothing was observed)."""
+    value: Any = details
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return _MISSING
+        value = value[key]
+    if value is None or (isinstance(value, Mapping | list | tuple) and not value):
+        return _MISSING
+    return value
+
+
+Judge = Callable[[AuditResult], tuple[bool, str]]
+
+
 def known_defects(results: Sequence[AuditResult]) -> list[dict[str, str]]:
     """What the audits observed on each Flower SecAgg+ defect of REFERENCES §1 (and beyond).
 
-    Each row: the defect, ``confirmed`` / ``refuted`` / ``not run``, the audit that decides it,
-    and the evidence (its finding or detail). Only observations of this run count.
+    Each row: the defect, its status, the audit that decides it, and the evidence (its finding
+    or detail). ``confirmed`` / ``refuted`` only on what the audit recorded in this run;
+    ``inconclusive`` when the audit ran but raised or recorded no evidence for the defect (a
+    crash is never read as a refutation); ``not run`` when the audit was not in the run.
 
     Examples
     --------
@@ -602,89 +623,116 @@ def known_defects(results: Sequence[AuditResult]) -> list[dict[str, str]]:
     """
     rows: list[dict[str, str]] = []
 
-    def add(defect: str, audit: int, observed: bool | None, evidence: str) -> None:
-        status = "not run" if observed is None else ("confirmed" if observed else "refuted")
-        rows.append({"defect": defect, "status": status, "audit": str(audit), "evidence": evidence})
+    def add(
+        defect: str, number: int, result: AuditResult | None, paths: Sequence[str], judge: Judge
+    ) -> None:
+        if result is None:
+            status, evidence = "not run", f"audit {number} not run"
+        elif "exception" in result.details:
+            status = "inconclusive"
+            evidence = f"not run: audit {number} raised {result.details['exception']}"[:200]
+        elif missing := [p for p in paths if _evidence(result.details, p) is _MISSING]:
+            status = "inconclusive"
+            evidence = f"not run: audit {number} recorded no {', '.join(missing)}"
+        else:
+            observed, evidence = judge(result)
+            status = "confirmed" if observed else "refuted"
+        rows.append(
+            {"defect": defect, "status": status, "audit": str(number), "evidence": evidence}
+        )
+
+    def finding(marker: str, when_absent: str, shown: int = 1, start: bool = False) -> Judge:
+        def judge(result: AuditResult) -> tuple[bool, str]:
+            hits = [f for f in result.findings if (f.startswith(marker) if start else marker in f)]
+            return bool(hits), "; ".join(hits[:shown]) or when_absent
+
+        return judge
 
     eight, seven, five = _by_number(results, 8), _by_number(results, 7), _by_number(results, 5)
-    if eight is not None:
-        folded = [f for f in eight.findings if "expand to the same mask" in f]
-        never = [f for f in eight.findings if "(never [" in f]
-        masked = [f for f in eight.findings if f.startswith("masked input of client")]
-        add(
-            "32-bit PRG seeds: distinct keys collide",
-            8,
-            bool(folded),
-            "; ".join(folded[:1]) or "no two distinct seeds (two bytes flipped) gave the same mask",
-        )
-        add(
-            "masks never equal M − 1 (not uniform)",
-            8,
-            bool(never),
-            "; ".join(never[:2]) or "masks uniform on Z_M",
-        )
-        add(
-            "masked inputs the server receives are not uniform on Z_M",
-            8,
-            bool(masked),
-            "; ".join(masked[:1]) or "masked inputs uniform on Z_M",
-        )
-    else:
-        for defect in (
-            "32-bit PRG seeds: distinct keys collide",
-            "masks never equal M − 1 (not uniform)",
-            "masked inputs the server receives are not uniform on Z_M",
-        ):
-            add(defect, 8, None, "audit 8 not run")
-    if seven is not None:
-        both = bool(seven.details.get("answers_both_shares"))
-        add(
-            "no disjointness check: a client answers both shares of one neighbour",
-            7,
-            both,
+    add(
+        "32-bit PRG seeds: distinct keys collide",
+        8,
+        eight,
+        ["masks.seed_collisions"],
+        finding(
+            "expand to the same mask",
+            "no two distinct seeds (two bytes flipped) gave the same mask",
+        ),
+    )
+    add(
+        "masks never equal M − 1 (not uniform)",
+        8,
+        eight,
+        ["masks.chi2_p"],
+        finding("(never [", "masks uniform on Z_M", shown=2),
+    )
+    add(
+        "masked inputs the server receives are not uniform on Z_M",
+        8,
+        eight,
+        ["masked_inputs.masked_input_chi2_p"],
+        finding("masked input of client", "masked inputs uniform on Z_M", start=True),
+    )
+
+    def both_shares(result: AuditResult) -> tuple[bool, str]:
+        both = bool(result.details["answers_both_shares"])
+        return both, (
             "a client asked for both shares of one neighbour answered both"
             if both
-            else "the client refused",
+            else "the client refused"
         )
-        rounds = dict(seven.details.get("dropout_rounds", {}))
+
+    add(
+        "no disjointness check: a client answers both shares of one neighbour",
+        7,
+        seven,
+        ["answers_both_shares"],
+        both_shares,
+    )
+
+    def early_dropout(result: AuditResult) -> tuple[bool, str]:
+        rounds = dict(result.details["dropout_rounds"])
         halted = {p: v for p, v in rounds.items() if v != "completed, exact"}
         early = {p: halted[p] for p in ("keys", "shares") if p in halted}
         later = ", ".join(f"before {p}: {rounds[p]}" for p in ("masked", "unmask") if p in rounds)
-        add(
-            "a client dropping during setup or share_keys halts the round",
-            7,
-            bool(early),
-            "; ".join(f"silent before {p}: {v}" for p, v in early.items()) + f" ({later})",
+        return bool(early), (
+            "; ".join(f"silent before {p}: {v}" for p, v in early.items()) + f" ({later})"
         )
-        probe = dict(seven.details.get("overflow_probe", {}))
-        wrapped = not probe.get("refused", True) and float(probe.get("max_abs_error", 0)) > 0.05
-        add(
-            "no n·Q < M check: the sum wraps silently",
-            7,
-            wrapped,
-            f"error {float(probe.get('max_abs_error', 0)):.3g}; {probe.get('note', '')}"[:200],
-        )
-    else:
-        for defect in (
-            "no disjointness check: a client answers both shares of one neighbour",
-            "a client dropping during setup or share_keys halts the round",
-            "no n·Q < M check: the sum wraps silently",
-        ):
-            add(defect, 7, None, "audit 7 not run")
-    if five is not None and five.details.get("mechanisms"):
-        mechanism = five.details["mechanisms"][0]
+
+    add(
+        "a client dropping during setup or share_keys halts the round",
+        7,
+        seven,
+        ["dropout_rounds.keys", "dropout_rounds.shares"],
+        early_dropout,
+    )
+
+    def wraps(result: AuditResult) -> tuple[bool, str]:
+        probe = result.details["overflow_probe"]
+        error = float(probe["max_abs_error"])
+        wrapped = not probe["refused"] and error > 0.05
+        return wrapped, f"error {error:.3g}; {probe.get('note', '')}"[:200]
+
+    add(
+        "no n·Q < M check: the sum wraps silently",
+        7,
+        seven,
+        ["overflow_probe.refused", "overflow_probe.max_abs_error"],
+        wraps,
+    )
+
+    def understated(result: AuditResult) -> tuple[bool, str]:
+        mechanism = result.details["mechanisms"][0]
         bound = max(mechanism["cp_epsilon_lower"], mechanism["fit_epsilon_lower"])
-        add(
-            "LocalDpMod (not in §1): σ = Δ√(2 ln 1.25/δ)/ε understates ε for ε ≥ 1",
-            5,
-            bound > mechanism["claimed_epsilon"],
-            f"ε_lower = {bound:.2f} vs claimed {mechanism['claimed_epsilon']:g} at δ = 1e-10",
+        return bound > mechanism["claimed_epsilon"], (
+            f"ε_lower = {bound:.2f} vs claimed {mechanism['claimed_epsilon']:g} at δ = 1e-10"
         )
-    else:
-        add(
-            "LocalDpMod (not in §1): σ = Δ√(2 ln 1.25/δ)/ε understates ε for ε ≥ 1",
-            5,
-            None,
-            "audit 5 not run",
-        )
+
+    add(
+        "LocalDpMod (not in §1): σ = Δ√(2 ln 1.25/δ)/ε understates ε for ε ≥ 1",
+        5,
+        five,
+        ["mechanisms"],
+        understated,
+    )
     return rows
