@@ -16,6 +16,7 @@ from audits import (
     OurTarget,
     Verdict,
     audit_accountant,
+    audit_dropout_noise,
     audit_sampler_exactness,
     audit_sampler_fit,
     audit_sampler_timing,
@@ -134,6 +135,29 @@ def test_accountant_audit_catches_an_understated_epsilon() -> None:
     result = audit_accountant(Target())
     assert result.verdict is Verdict.FAIL
     assert "privacy understated" in result.findings[0]
+
+
+class _UnevenNoise:
+    """Releases alternately charge variance 1 (and have it) and 4 (but have only 2)."""
+
+    name = "uneven"
+    num_clients = 10
+
+    def noise(self, dropped: int, seed: int) -> tuple[np.ndarray[Any, Any], float]:
+        charged, actual = (1.0, 1.0) if seed % 2 == 0 else (4.0, 2.0)
+        rng = np.random.default_rng(seed)
+        return rng.normal(0.0, np.sqrt(actual), 200), charged
+
+
+def test_dropout_noise_holds_each_release_to_its_own_charge() -> None:
+    # Pooled under the smallest charge, the short releases would hide behind the honest ones.
+    class Uneven(_Base):
+        def dropout_noise(self) -> Sequence[Any]:
+            return (_UnevenNoise(),)
+
+    result = audit_dropout_noise(Uneven(), dropped_fractions=(0.0,))
+    assert result.verdict is Verdict.FAIL
+    assert result.details["rows"][0]["measured_over_charged"] == pytest.approx(0.75, abs=0.05)
 
 
 def test_missing_capabilities_are_not_applicable() -> None:
