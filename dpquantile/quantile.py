@@ -23,7 +23,13 @@ from dpquantile._fast_sampler import FastDiscreteGaussian
 from dpquantile.accounting import DistributedDiscreteGaussian
 from dpquantile.histogram import HistogramTree
 from dpquantile.samplers import ExactDiscreteGaussian
-from secagg import KeystreamRandom, check_headroom, required_bits, secure_sum
+from secagg import (
+    KeystreamRandom,
+    TooFewSurvivorsError,
+    check_headroom,
+    required_bits,
+    secure_sum,
+)
 from secagg.graph_parameters import secagg_plus_parameters
 from secagg.runner import summed_clients
 
@@ -246,6 +252,7 @@ def dp_quantile(
     secure: bool = True,
     seed: int | None = None,
     min_survivors: int | None = None,
+    refuse_shortfall: bool = False,
     dropouts: Mapping[str, Iterable[int]] | None = None,
     neighbors: int | Literal["auto"] | None = "auto",
     threshold: int | None = None,
@@ -285,7 +292,11 @@ def dp_quantile(
         Seed of all randomness (noise, protocol); ``None`` for fresh cryptographic randomness.
     min_survivors
         The number of surviving clients the noise is calibrated for (default: all). If fewer
-        survive, the result reports the larger ρ actually delivered.
+        survive, the result reports the larger ρ actually delivered — unless
+        ``refuse_shortfall``.
+    refuse_shortfall
+        With fewer survivors than ``min_survivors``, release nothing: the server refuses to
+        unmask (:class:`secagg.TooFewSurvivorsError`), so the release never exceeds ``rho``.
     dropouts
         As in :func:`secagg.secure_sum`: phase → client indices that drop before that phase.
     neighbors, threshold
@@ -385,11 +396,16 @@ def dp_quantile(
             dropouts=dropouts,
             seed=None if seed is None else _derived_seed(root),
             progress=progress,
+            min_inputs=planned if refuse_shortfall else 1,
         )
         released = summed.centered()
         survivors = len(summed.survivors)
     else:
         members = summed_clients(dropouts, n)
+        if refuse_shortfall and len(members) < planned:
+            raise TooFewSurvivorsError(
+                f"only {len(members)} of the {planned} planned clients survived: nothing released"
+            )
         total = np.zeros(dimension, dtype=np.int64)
         for i in members:
             total += vectors[i]

@@ -223,6 +223,7 @@ def secure_sum(
     dropouts: Mapping[str, Iterable[int]] | None = None,
     seed: int | None = None,
     progress: ProgressCallback | None = None,
+    min_inputs: int = 1,
 ) -> SecureSumResult:
     """Securely sum integer vectors of n clients modulo 2^modulus_bits, in memory.
 
@@ -249,6 +250,9 @@ def secure_sum(
         randomness from the operating system.
     progress
         Optional callback ``(phase, done, total)`` called as clients are processed.
+    min_inputs
+        The server unmasks only if at least this many masked inputs arrived (see
+        :class:`~secagg.Server`); otherwise the round aborts with nothing released.
 
     Returns
     -------
@@ -301,7 +305,7 @@ def secure_sum(
             )
     ids = list(range(1, n + 1))
     clients = {u: Client(config, u, random_source=root.spawn(b"client/%d" % u)) for u in ids}
-    server = Server(config, ids)
+    server = Server(config, ids, min_inputs=min_inputs)
     net = _Network(server, clients)
 
     def gone(u: int, phase: str) -> bool:

@@ -122,6 +122,9 @@ class Server:
         The round's public parameters.
     client_ids
         The ids of the clients invited to this round.
+    min_inputs
+        The fewest masked inputs the server will unmask: with fewer, it aborts before sending
+        any unmask request (for distributed DP, whose noise is calibrated for a client count).
 
     Examples
     --------
@@ -137,7 +140,9 @@ class Server:
     ('COMPLETED', [6, 0, 3])
     """
 
-    def __init__(self, config: SecAggConfig, client_ids: Iterable[int]) -> None:
+    def __init__(
+        self, config: SecAggConfig, client_ids: Iterable[int], *, min_inputs: int = 1
+    ) -> None:
         if not isinstance(config, SecAggConfig):
             raise TypeError(f"config must be a SecAggConfig; got {type(config).__name__}")
         ids = [int(u) for u in client_ids]
@@ -150,8 +155,13 @@ class Server:
                 f"{len(ids)} clients cannot meet threshold t={config.threshold}: each client "
                 "needs at least t neighbours, so at least t + 1 clients"
             )
+        if isinstance(min_inputs, bool) or not isinstance(min_inputs, int):
+            raise TypeError(f"min_inputs must be an int; got {type(min_inputs).__name__}")
+        if not 1 <= min_inputs <= len(ids):
+            raise ValueError(f"min_inputs must lie in [1, {len(ids)}]; got {min_inputs}")
         self.config = config
         self.client_ids = frozenset(ids)
+        self.min_inputs = min_inputs
         self._ring = config.ring
         self._state = ServerState.COLLECTING_KEYS
         self._abort_reason: str | None = None
@@ -493,6 +503,12 @@ class Server:
         survivors = self._masked
         if not survivors:
             raise TooFewSurvivorsError("no client sent a masked input")
+        if len(survivors) < self.min_inputs:
+            # Checked before any unmask request leaves: nothing about the sum is released.
+            raise TooFewSurvivorsError(
+                f"only {len(survivors)} masked inputs arrived; the release needs at least "
+                f"min_inputs={self.min_inputs} (e.g. the count its noise was calibrated for)"
+            )
         dropped = self._shared - survivors
         for u in sorted(self._shared):
             alive = len(survivors.intersection(self._neighbors[u]))

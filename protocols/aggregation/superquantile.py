@@ -72,8 +72,11 @@ class QuantileSettings:
     bins, mechanism, consistency
         Passed to :func:`dpquantile.dp_quantile` (``bins`` a power of 2).
     min_survivors
-        The number of surviving clients the noise is calibrated for (``None``: all; capped at
-        the number of participating clients).
+        The number of surviving clients the noise is calibrated for (capped at the number of
+        participating clients). If fewer send their masked histogram, the server refuses to
+        unmask it (:class:`secagg.TooFewSurvivorsError`): the release never exceeds ``rho``.
+        ``None``: calibrated for all participants, and a shortfall is released and reported
+        with the larger ρ it delivers.
     neighbors
         The quantile's secure-sum graph (``"auto"``: SecAgg+ parameters for the round's size).
     sampler
@@ -474,6 +477,7 @@ def superquantile_aggregate(
                 secure=secure,
                 seed=_derived_seed(seed, b"quantile"),
                 min_survivors=planned,
+                refuse_shortfall=planned is not None,
                 dropouts=local_dropouts,
                 neighbors=quantile.neighbors,
                 sampler=quantile.sampler,

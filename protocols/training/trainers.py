@@ -283,7 +283,8 @@ class FederatedTrainer:
         budget = self.config.rho_budget
         if budget is None:
             return None
-        # What is left, split over the rounds left (the accountant absorbs any shortfall).
+        # What is left, split over the rounds left. Each release is at most its share: with fewer
+        # survivors than planned the server refuses to unmask (the round is skipped, unpaid).
         remaining = budget - self.accountant.rho
         rho = remaining / (self.config.rounds - index)
         if not rho > budget * 1e-12:

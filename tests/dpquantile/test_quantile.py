@@ -17,7 +17,7 @@ from dpquantile import (
     dp_quantile,
     quantile_noise_sigma,
 )
-from secagg import HeadroomError
+from secagg import HeadroomError, TooFewSurvivorsError
 
 trees = st.sampled_from([(2, 2), (2, 8), (2, 64), (4, 16), (4, 64), (3, 27), (8, 64)]).map(
     lambda kb: HistogramTree(kb[1], 0.0, 1.0, kb[0])
@@ -165,6 +165,18 @@ def test_dropouts_never_overstate_privacy() -> None:
     planned = dp_quantile(values, 0.5, dropouts=dropped, min_survivors=40, **kwargs)  # type: ignore[arg-type]
     assert not planned.privacy_shortfall and planned.rho <= 0.02
     assert planned.sigma / planned.scale > short.sigma / short.scale  # more noise per count
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_refuse_shortfall_releases_nothing_below_the_planned_survivors(secure: bool) -> None:
+    values = np.random.default_rng(4).random(12)
+    kwargs = dict(lower=0.0, upper=1.0, bins=8, rho=0.5, seed=5, secure=secure, neighbors=None)
+    dropped = {"masked_input": [0, 1, 2]}
+    with pytest.raises(TooFewSurvivorsError, match="9"):
+        dp_quantile(values, 0.5, dropouts=dropped, min_survivors=10, refuse_shortfall=True, **kwargs)  # type: ignore[arg-type]
+    # At exactly the planned count the release goes ahead, within its ρ.
+    ok = dp_quantile(values, 0.5, dropouts=dropped, min_survivors=9, refuse_shortfall=True, **kwargs)  # type: ignore[arg-type]
+    assert ok.survivors == 9 and ok.rho <= 0.5
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from secagg import (
     encode_message,
     secure_sum,
 )
-from secagg.messages import Message
+from secagg.messages import ForwardedShares, Message
 
 
 def plaintext_sum(inputs: np.ndarray, indices: tuple[int, ...], bits: int) -> list[int]:
@@ -365,3 +365,37 @@ def test_bytes_only_transport() -> None:
     assert server.result.total.tolist() == (np.arange(6) * 15).tolist()
     with pytest.raises(RemoteProtocolError):
         server.receive_bytes(b"\x01\x05junk")
+
+
+def test_min_inputs_aborts_before_any_unmask_request() -> None:
+    inputs = [[i, 1] for i in range(6)]
+    # 4 masked inputs arrive; the server needs 5: it aborts with nothing unmasked.
+    with pytest.raises(TooFewSurvivorsError, match="min_inputs=5"):
+        secure_sum(inputs, dropouts={"masked_input": [0, 1]}, min_inputs=5, seed=1)
+    result = secure_sum(inputs, dropouts={"masked_input": [0, 1]}, min_inputs=4, seed=1)
+    assert result.total.tolist() == [2 + 3 + 4 + 5, 4]
+    with pytest.raises(ValueError, match="min_inputs"):
+        secure_sum(inputs, min_inputs=7)
+
+
+def test_min_inputs_abort_sends_no_unmask_request() -> None:
+    config = SecAggConfig(dimension=2, threshold=2)
+    clients = {u: Client(config, u, input_vector=[u, 1]) for u in (1, 2, 3, 4)}
+    server = Server(config, list(clients), min_inputs=4)
+    sent: list[Message] = []
+
+    def deliver(outbox: list[Message], skip: int | None = None) -> list[Message]:
+        replies = [r for m in outbox for r in server.receive(m)]
+        sent.extend(replies)
+        return [m for r in replies if r.peer != skip for m in clients[r.peer].receive(r)]
+
+    to_server = [m for c in clients.values() for m in c.start()]
+    to_server = deliver(to_server)  # key directories → encrypted shares
+    to_server = deliver(to_server, skip=4)  # forwarded shares; client 4 vanishes
+    assert len(to_server) == 3 and all(isinstance(m, MaskedInput) for m in to_server)
+    for message in to_server:
+        assert server.receive(message) == []  # still waiting for client 4
+    with pytest.raises(TooFewSurvivorsError, match="min_inputs=4"):
+        server.close_phase()  # the deadline passes with 3 of the 4 needed
+    assert not any(isinstance(m, UnmaskRequest) for m in sent)
+    assert server.state is ServerState.ABORTED

@@ -247,3 +247,20 @@ def test_shape_and_weight_errors() -> None:
         QuantileSettings(rho=1.0, bins=48)
     with pytest.raises(ValueError, match="positive"):
         QuantileSettings(rho=0.0)
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_dp_quantile_refuses_to_release_below_its_planned_survivors(secure: bool) -> None:
+    rng = np.random.default_rng(7)
+    vectors, losses = rng.standard_normal((10, 3)), rng.random(10)
+    quantile = QuantileSettings(rho=0.5, upper=1.0, bins=8, min_survivors=9, neighbors=None)
+    common = dict(theta=0.5, quantile=quantile, weight_cap=1.0, secure=secure, seed=1)
+    # 8 of the 10 send their masked histogram; its noise was planned for 9: nothing is released.
+    with pytest.raises(TooFewSurvivorsError, match="9"):
+        superquantile_aggregate(
+            vectors, np.ones(10), losses, dropouts={"masked_input": [0, 1]}, **common  # type: ignore[arg-type]
+        )
+    ok = superquantile_aggregate(
+        vectors, np.ones(10), losses, dropouts={"masked_input": [0]}, **common  # type: ignore[arg-type]
+    )
+    assert ok.events and all(event.rho <= 0.5 for event in ok.events[:1])

@@ -164,6 +164,17 @@ def test_dp_quantile_spends_exactly_the_budget(data: FederatedDataset) -> None:
     assert spent == sorted(spent) and spent[0] == pytest.approx(budget / 5, rel=1e-5)
 
 
+def test_dropouts_never_push_the_dp_quantile_over_its_budget(data: FederatedDataset) -> None:
+    # With dropouts the noise is planned for a survivor count; a round with fewer survivors is
+    # refused by the server (skipped, unpaid), so the run never spends more than its budget.
+    config = small(algorithm="deltafl", theta=0.5, epsilon=2.0, rounds=6, dropout=0.3)
+    result = train(data, config)
+    budget = config.rho_budget
+    assert budget is not None
+    assert result.rho_spent <= budget * (1 + 1e-12) and result.epsilon_spent <= 2.0
+    assert any(r.survivors < r.sampled for r in result.history if not r.skipped)
+
+
 def test_empty_tail_falls_back_to_fedavg_instead_of_deadlocking(data: FederatedDataset) -> None:
     # At the zero model every loss is ln 10, exactly the lower edge of a histogram bin of
     # [0, 2 ln 10]: with little noise the interpolated quantile sits inside that bin, above every
