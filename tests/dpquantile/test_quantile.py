@@ -170,12 +170,14 @@ def test_dropouts_never_overstate_privacy() -> None:
 @pytest.mark.parametrize("secure", [False, True])
 def test_refuse_shortfall_releases_nothing_below_the_planned_survivors(secure: bool) -> None:
     values = np.random.default_rng(4).random(12)
-    kwargs = dict(lower=0.0, upper=1.0, bins=8, rho=0.5, seed=5, secure=secure, neighbors=None)
+    kwargs: dict[str, object] = dict(lower=0.0, upper=1.0, bins=8, rho=0.5, seed=5, secure=secure)
+    kwargs["neighbors"] = None
     dropped = {"masked_input": [0, 1, 2]}
+    kwargs["dropouts"], kwargs["refuse_shortfall"] = dropped, True
     with pytest.raises(TooFewSurvivorsError, match="9"):
-        dp_quantile(values, 0.5, dropouts=dropped, min_survivors=10, refuse_shortfall=True, **kwargs)  # type: ignore[arg-type]
+        dp_quantile(values, 0.5, min_survivors=10, **kwargs)  # type: ignore[arg-type]
     # At exactly the planned count the release goes ahead, within its ρ.
-    ok = dp_quantile(values, 0.5, dropouts=dropped, min_survivors=9, refuse_shortfall=True, **kwargs)  # type: ignore[arg-type]
+    ok = dp_quantile(values, 0.5, min_survivors=9, **kwargs)  # type: ignore[arg-type]
     assert ok.survivors == 9 and ok.rho <= 0.5
 
 

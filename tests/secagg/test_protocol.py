@@ -25,7 +25,7 @@ from secagg import (
     encode_message,
     secure_sum,
 )
-from secagg.messages import ForwardedShares, Message
+from secagg.messages import Message
 
 
 def plaintext_sum(inputs: np.ndarray, indices: tuple[int, ...], bits: int) -> list[int]:
