@@ -119,8 +119,8 @@ def format_catch_table(report: SelfCheckReport) -> str:
 
     Examples
     --------
-    >>> print(format_catch_table(SelfCheckReport(real=[], mutants=[])).splitlines()[-1])
-    catch rate: 0/0 = 100 %; false alarms on the real code: 0
+    >>> print(format_catch_table(SelfCheckReport(real=[], mutants=[])).splitlines()[2])
+    catch rate: 0/0 = 100 %; false alarms on the real code: 0; not audited: 9
     """
     lines = [f"{'mutant':<36} | {'ran':<17} | {'caught by':<17} | first finding"]
     lines.append("-" * 120)
@@ -132,8 +132,10 @@ def format_catch_table(report: SelfCheckReport) -> str:
     caught = sum(o.caught for o in report.mutants)
     lines.append(
         f"catch rate: {caught}/{len(report.mutants)} = {100 * report.catch_rate:.0f} %; "
-        f"false alarms on the real code: {len(report.false_alarms)}"
+        f"false alarms on the real code: {len(report.false_alarms)}; "
+        f"not audited: {len(report.gaps)}"
     )
+    lines.extend(f"  {gap}" for gap in report.gaps)
     return "\n".join(lines)
 
 
@@ -310,6 +312,8 @@ def write_outputs(
         payload["self_check"] = {
             "catch_rate": self_check.catch_rate,
             "false_alarms": [r.name for r in self_check.false_alarms],
+            "gaps": self_check.gaps,
+            "passed": self_check.passed,
             "matrix": self_check.matrix,
             "mutants": [
                 {
@@ -317,6 +321,7 @@ def write_outputs(
                     "description": m.description,
                     "ran": list(m.ran),
                     "caught_by": list(m.caught_by),
+                    "not_applicable": list(m.not_applicable),
                     "findings": {str(k): list(v) for k, v in m.findings.items()},
                     "seconds": round(m.seconds, 3),
                 }

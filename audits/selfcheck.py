@@ -1,5 +1,8 @@
 """The self-check: every audit passes on the real code, and every mutant is caught.
 
+Passing means auditing: every audit must run and PASS on the real code (the timing audit 3,
+report-only by design, may REPORT), and an audit expected to see a mutant must not be ``n/a``.
+
 In the fast mode each mutant runs the audits expected to see it, cheapest first, and stops at
 the first that catches it (enough to prove the audits bite, and fast enough for CI); with
 ``matrix=True`` every audit runs against every mutant, which fills the whole catch table.
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +22,7 @@ from audits.mutants import MUTANTS, Mutant
 from audits.ours import OurTarget
 from audits.records import AuditResult, Tier, Verdict, check_tier
 from audits.suite import AUDITS, Progress, run_audits
+from audits.targets import AuditTarget
 
 __all__ = [
     "FalseAlarmReport",
@@ -33,11 +37,14 @@ logger = logging.getLogger(__name__)
 #: Rough cost order of the audits in the fast tier (cheapest first) for mutant runs.
 _COST_ORDER = (8, 4, 2, 1, 6, 9, 7, 3, 5)
 _MUTANT_OPTIONS: dict[int, dict[str, Any]] = {5: {"releases": 300, "require_power": False}}
+#: Audits that measure and report rather than decide (audit 3: timing); all others must PASS.
+_REPORT_ONLY = frozenset({3})
 
 
 @dataclass(frozen=True)
 class MutantOutcome:
-    """Which audits ran against a mutant and which caught it (with their first findings).
+    """Which audits ran against a mutant, which caught it (with their first findings), and
+    which of the audits expected to see it were ``n/a`` (the target could not be audited there).
 
     Examples
     --------
@@ -51,6 +58,7 @@ class MutantOutcome:
     caught_by: tuple[int, ...]
     findings: dict[int, tuple[str, ...]]
     seconds: float
+    not_applicable: tuple[int, ...] = ()
 
     @property
     def caught(self) -> bool:
@@ -66,7 +74,9 @@ class SelfCheckReport:
     --------
     >>> report = SelfCheckReport(real=[], mutants=[])
     >>> report.catch_rate, report.passed
-    (1.0, True)
+    (1.0, False)
+    >>> report.gaps[0]
+    'audit 1 sampler-fit did not run on the real code'
     """
 
     real: list[AuditResult]
@@ -90,14 +100,44 @@ class SelfCheckReport:
         return sum(m.caught for m in self.mutants) / len(self.mutants)
 
     @property
+    def gaps(self) -> list[str]:
+        """What was not audited: a real-code audit missing or neither PASS nor (audit 3) REPORT
+        (FAILs are :attr:`false_alarms`), or an audit expected to see a mutant that was n/a."""
+        gaps: list[str] = []
+        for spec in AUDITS:
+            verdicts = [r.verdict for r in self.real if r.audit == spec.number]
+            allowed = {Verdict.PASS} | ({Verdict.REPORT} if spec.number in _REPORT_ONLY else set())
+            if not verdicts:
+                gaps.append(f"audit {spec.number} {spec.name} did not run on the real code")
+            gaps.extend(
+                f"audit {spec.number} {spec.name} was {verdict.value} on the real code"
+                for verdict in verdicts
+                if verdict is not Verdict.FAIL and verdict not in allowed
+            )
+        gaps.extend(
+            f"audit {number} expected to see mutant {m.name} was n/a"
+            for m in self.mutants
+            for number in m.not_applicable
+        )
+        return gaps
+
+    @property
     def passed(self) -> bool:
-        """No false alarm on the real code and every mutant caught."""
-        return not self.false_alarms and self.catch_rate == 1.0
+        """Every audit ran and passed on the real code, and every mutant was caught by audits
+        that could run."""
+        return not self.false_alarms and not self.gaps and self.catch_rate == 1.0
 
 
-def _mutant_run(mutant: Mutant, *, tier: Tier, seed: int, matrix: bool) -> MutantOutcome:
+def _mutant_run(
+    mutant: Mutant,
+    *,
+    tier: Tier,
+    seed: int,
+    matrix: bool,
+    target_factory: Callable[[], AuditTarget] = OurTarget,
+) -> MutantOutcome:
     start = time.perf_counter()
-    target = OurTarget()
+    target = target_factory()
     if matrix:
         order = [spec.number for spec in AUDITS]
     else:
@@ -105,12 +145,15 @@ def _mutant_run(mutant: Mutant, *, tier: Tier, seed: int, matrix: bool) -> Mutan
     ran: list[int] = []
     caught: list[int] = []
     findings: dict[int, tuple[str, ...]] = {}
+    not_applicable: list[int] = []
     with mutant.inject():
         for number in order:
             [result] = run_audits(
                 target, tier=tier, seed=seed, only=[number], options=_MUTANT_OPTIONS
             )
             ran.append(number)
+            if result.verdict is Verdict.NOT_APPLICABLE and number in mutant.expected_audits:
+                not_applicable.append(number)
             if result.verdict is Verdict.FAIL:
                 caught.append(number)
                 findings[number] = result.findings[:3]
@@ -123,6 +166,7 @@ def _mutant_run(mutant: Mutant, *, tier: Tier, seed: int, matrix: bool) -> Mutan
         tuple(caught),
         findings,
         time.perf_counter() - start,
+        tuple(not_applicable),
     )
 
 
@@ -133,8 +177,12 @@ def run_self_check(
     matrix: bool = False,
     mutants: Sequence[Mutant] = MUTANTS,
     progress: Progress | None = None,
+    target_factory: Callable[[], AuditTarget] = OurTarget,
 ) -> SelfCheckReport:
     """Run every audit on the real code, then the audits against every mutant.
+
+    ``target_factory`` builds the target (our code; the mutants patch it); tests pass a subclass
+    of :class:`audits.ours.OurTarget` without some capability.
 
     Examples
     --------
@@ -151,12 +199,14 @@ def run_self_check(
         if progress is not None:
             progress(label, min(done, len(AUDITS)), total)
 
-    real = run_audits(OurTarget(), tier=tier, seed=seed, progress=step)
+    real = run_audits(target_factory(), tier=tier, seed=seed, progress=step)
     outcomes: list[MutantOutcome] = []
     for index, mutant in enumerate(mutants):
         if progress is not None:
             progress(mutant.name[:15], len(AUDITS) + index, total)
-        outcomes.append(_mutant_run(mutant, tier=tier, seed=seed, matrix=matrix))
+        outcomes.append(
+            _mutant_run(mutant, tier=tier, seed=seed, matrix=matrix, target_factory=target_factory)
+        )
     if progress is not None:
         progress("done", total, total)
     return SelfCheckReport(
