@@ -65,13 +65,14 @@ _SNAPSHOT_VERSION = 1
 _SNAPSHOT_HEADER = struct.Struct("<BBI")
 _U32 = struct.Struct("<I")
 _SNAPSHOT_FIELDS = 12
+_SESSION_BYTES = 32  # a SHA-256 session id; also the length of a share-encryption key
 
 
 def _encode_map(entries: dict[int, bytes]) -> bytes:
     return b"".join(_U32.pack(k) + _U32.pack(len(v)) + v for k, v in sorted(entries.items()))
 
 
-def _decode_map(data: bytes) -> dict[int, bytes]:
+def _decode_map(data: bytes, value_bytes: int) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     offset = 0
     while offset < len(data):
@@ -79,7 +80,7 @@ def _decode_map(data: bytes) -> dict[int, bytes]:
         (size,) = _U32.unpack_from(data, offset + 4)
         offset += 8
         value = data[offset : offset + size]
-        if len(value) != size or key in out:
+        if len(value) != size or size != value_bytes or key in out:
             raise ValueError("corrupt client snapshot: bad map entry")
         out[key] = value
         offset += size
@@ -370,7 +371,12 @@ class Client:
                 raise ValueError("corrupt client snapshot: truncated")
             (config_bytes, reason, enc, mask, seed, session, neighbors, neighbor_keys, share_keys,
              seed_shares, key_shares, ring_input) = fields  # fmt: skip
-            if len(neighbors) % 4 or len(ring_input) % 8:
+            if (
+                len(neighbors) % 4
+                or len(ring_input) % 8
+                or len(seed) not in (0, KEY_BYTES)
+                or len(session) not in (0, _SESSION_BYTES)
+            ):
                 raise ValueError("corrupt client snapshot: bad field length")
             config = SecAggConfig.from_bytes(config_bytes)
             random_source = None if random_factory is None else random_factory(config, client_id)
@@ -382,13 +388,13 @@ class Client:
             client._self_mask_seed = seed
             client._session_id = session
             client._neighbors = tuple(int(v) for v in np.frombuffer(neighbors, dtype="<u4"))
+            keys_of = _decode_map(neighbor_keys, 2 * KEY_BYTES)
             client._neighbor_keys = {
-                v: ClientKeys(keys[:KEY_BYTES], keys[KEY_BYTES:])
-                for v, keys in _decode_map(neighbor_keys).items()
+                v: ClientKeys(keys[:KEY_BYTES], keys[KEY_BYTES:]) for v, keys in keys_of.items()
             }
-            client._share_keys = _decode_map(share_keys)
-            client._held_seed_shares = _decode_map(seed_shares)
-            client._held_key_shares = _decode_map(key_shares)
+            client._share_keys = _decode_map(share_keys, _SESSION_BYTES)
+            client._held_seed_shares = _decode_map(seed_shares, SHARE_BYTES)
+            client._held_key_shares = _decode_map(key_shares, SHARE_BYTES)
             if ring_input:
                 client._input = config.ring.reduce(np.frombuffer(ring_input, dtype="<u8"))
         except struct.error:

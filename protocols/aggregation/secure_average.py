@@ -537,6 +537,10 @@ def _run(
         raise TypeError(f"secure must be a bool; got {type(secure).__name__}")
     if secure and settings.quantize is False:
         raise ValueError("the secure path always quantises: quantize=False needs secure=False")
+    if settings.noise is not None and weight_cap is None:
+        raise ValueError(
+            "noise needs a public weight_cap (the sensitivity cannot depend on the data)"
+        )
     clients = _prepare(
         vectors,
         weights,

@@ -634,7 +634,10 @@ class FFGBTrainer:
                     self.upload_bytes += sum(result.secure_sum.upload_bytes.values())
                 width = vectors.shape[1] + 1
                 self.payload_bytes += survivors * math.ceil(width * config.bits / 8)
-                average = self.learner.from_vector(result.average)
+                if np.isfinite(result.average).all():
+                    average = self.learner.from_vector(result.average)
+                else:
+                    reason = "the released aggregate is not finite"
         else:
             keep = [j for j in range(len(increments)) if j not in set(dropped.tolist())]
             if len(keep) < 2:

@@ -49,7 +49,6 @@ MODELS: tuple[str, ...] = get_args(ModelKind)
 """Models the trainers build: multinomial logistic regression or a one-hidden-layer MLP."""
 
 _NEIGHBORS_AUTO = "auto"
-# Bisection of rho_for_epsilon: relative precision of ρ (ρ is rounded down to stay in budget).
 
 
 @dataclass(frozen=True, slots=True)

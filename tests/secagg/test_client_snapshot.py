@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +69,15 @@ def test_restore_of_a_mutated_snapshot_raises_only_value_error(data: st.DataObje
     cut = data.draw(st.integers(0, len(blob)))
     with contextlib.suppress(ValueError):
         Client.restore(bytes(blob[:cut]))
+
+
+def test_restore_rejects_fields_of_the_wrong_length() -> None:
+    client = Client(SecAggConfig(dimension=3, threshold=2), 7, input_vector=[1, 2, 3])
+    client.start()
+    client._self_mask_seed = b"x"  # a 1-byte "seed" must not restore silently
+    with pytest.raises(ValueError, match="bad field length"):
+        Client.restore(client.snapshot())
+    client._self_mask_seed = b""
+    client._held_seed_shares = {3: b"short"}
+    with pytest.raises(ValueError, match="bad map entry"):
+        Client.restore(client.snapshot())

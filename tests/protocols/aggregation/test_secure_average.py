@@ -441,3 +441,16 @@ def test_extras_are_summed_and_clipped(secure: bool) -> None:
     np.testing.assert_allclose(result.extras, [10.0, -2.0 + 10.0 + 0.5], atol=1e-6)
     view = result.server_view()
     assert np.array_equal(view.extras, result.extras) and view.survivors == result.survivors
+
+
+def test_noise_needs_a_public_weight_cap() -> None:
+    # With weight_cap=None the cap would be the largest private weight, so the noise's
+    # sensitivity (and the recorded event) would depend on the data.
+    vectors, weights = np.ones((4, 3)), np.array([1.0, 2.0, 3.0, 1000.0])
+    noise = DiscreteGaussianNoise(rho=1e6)
+    with pytest.raises(ValueError, match="public weight_cap"):
+        secure_weighted_average(vectors, weights, clip=2.0, noise=noise, secure=False, seed=0)
+    capped = secure_weighted_average(
+        vectors, weights, clip=2.0, weight_cap=3.0, noise=noise, secure=False, seed=0
+    )
+    assert capped.event is not None
