@@ -12,6 +12,10 @@ keeps their node sampling and train configuration) and replaces the plaintext ag
   of the clients whose pre-training loss is ≥ τ (the train reply's metric ``loss_key``).
 
 The server only ever sees secure sums (over :func:`secagg.integrations.flower.run_secure_sum`).
+Every noisy sum records its :class:`dpquantile.DistributedDiscreteGaussian` event (with the
+clients' sampler total-variation bound). Its noise is planned for the nodes invited to the sum:
+if fewer send masked inputs, the recorded ρ exceeds the target and a warning is logged — unless
+``refuse_shortfall``, with which the server withholds the unmask phase and nothing is decoded.
 Client side, :func:`make_protocols_mod` is the secure-sum Mod with the aggregations' client
 halves registered as encoders: for the geometric median a client trains once per round, keeps
 its L2-clipped update in its ``Context`` and answers each Weiszfeld call with
@@ -22,17 +26,26 @@ Flower is imported lazily: importing this module never needs ``flwr``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpquantile import DistributedDiscreteGaussian, FastDiscreteGaussian, HistogramTree
 from dpquantile.quantile import _sensitivities, quantile_noise_sigma
+from protocols._checks import (
+    check_fraction,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_real,
+    check_seed,
+)
 from protocols.aggregation import (
     CallPlan,
     IterativeSecureAggregate,
@@ -40,7 +53,9 @@ from protocols.aggregation import (
     WeiszfeldRule,
 )
 from protocols.aggregation._quantization import plan_quantization
+from secagg import KeystreamRandom, TooFewSurvivorsError
 from secagg.integrations.flower import (
+    RECORD_KEY,
     ClientAppCallable,
     GridSumResult,
     SumEncoding,
@@ -185,6 +200,15 @@ def _weiszfeld_encoder(
 _NOISE_TAIL = 40.0  # the summed noise is clipped at 40σ per client: P ≈ e^-800, never in practice
 
 
+def _noise_random(seed: int | None, message: Message, context: Context) -> KeystreamRandom | None:
+    """The client's DP-noise stream: ``None`` (fresh OS randomness) without a seed; with one,
+    a keystream separated by the call (round.index) and the node, so seeded runs repeat."""
+    if seed is None:
+        return None
+    label = b"secagg-dp/flower/noise/" + message.metadata.group_id.encode()
+    return KeystreamRandom(seed, label=label).spawn(b"%d" % context.node_id)
+
+
 def _trained_update(
     message: Message, context: Context, call_next: ClientAppCallable, plan_record: Any
 ) -> tuple[NDArray[np.float64], float, float]:
@@ -224,11 +248,12 @@ def _trained_update(
 
 
 def _superquantile_encoder(
-    message: Message, context: Context, call_next: ClientAppCallable
+    message: Message, context: Context, call_next: ClientAppCallable, *, seed: int | None = None
 ) -> NDArray[np.float64]:
     """Δ-FL's client half: the histogram call sends the loss's histogram-tree vector (plus its
     share of the discrete Gaussian noise); the averaging call sends [βw/(B·c), β/B] with
-    β = α·1[loss ≥ τ] (τ = −∞ for a plain mean), plus its share of the noise if asked."""
+    β = α·1[loss ≥ τ] (τ = −∞ for a plain mean), plus its share of the noise if asked. The
+    noise comes from :func:`_noise_random` (``seed``: the Mod's)."""
     plan_record = message.content.config_records[PLAN_KEY]
     vector, alpha, loss = _trained_update(message, context, call_next, plan_record)
     if "bins" in plan_record:
@@ -241,7 +266,10 @@ def _superquantile_encoder(
         counts: NDArray[np.float64] = tree.encode([loss])[0].astype(np.float64)
         sigma = float(str(plan_record["sigma"]))
         if sigma > 0:
-            counts += FastDiscreteGaussian(sigma).sample(counts.size)
+            noise = FastDiscreteGaussian(sigma).sample(
+                counts.size, rng=_noise_random(seed, message, context)
+            )
+            counts += noise
         return counts
     cap, clip = float(str(plan_record["weight-cap"])), float(str(plan_record["clip"]))
     threshold = float(str(plan_record.get("threshold", -math.inf)))
@@ -250,7 +278,10 @@ def _superquantile_encoder(
     noise_sigma = float(str(plan_record.get("noise-sigma", 0.0)))
     if noise_sigma > 0:
         # N_ℤ(0, σ²) in grid units (KLS21): the Mod's rounding floor(x·s + u) keeps it exact.
-        row += FastDiscreteGaussian(noise_sigma).sample(row.size) / float(str(plan_record["scale"]))
+        noise = FastDiscreteGaussian(noise_sigma).sample(
+            row.size, rng=_noise_random(seed, message, context)
+        )
+        row += noise / float(str(plan_record["scale"]))
     return row
 
 
@@ -259,6 +290,10 @@ def make_protocols_mod(
 ) -> Callable[[Message, Context, ClientAppCallable], Message]:
     """The secure-sum Mod with the client halves of :data:`AGGREGATIONS` registered.
 
+    ``seed`` makes all the client's randomness reproducible (tests, simulations): the secure
+    sum's keys, masks and rounding, and the DP noise; ``None`` (production) draws it from the
+    operating system.
+
     Examples
     --------
     >>> callable(make_protocols_mod(seed=1))
@@ -266,7 +301,10 @@ def make_protocols_mod(
     """
     return make_secagg_mod(
         seed=seed,
-        encoders={"weiszfeld": _weiszfeld_encoder, "superquantile": _superquantile_encoder},
+        encoders={
+            "weiszfeld": _weiszfeld_encoder,
+            "superquantile": functools.partial(_superquantile_encoder, seed=seed),
+        },
     )
 
 
@@ -281,6 +319,70 @@ def _call_body(content: RecordDict, index: int, fields: dict[str, Any]) -> Recor
     body = RecordDict(dict(content.items()) if index == 0 else {})
     body[PLAN_KEY] = ConfigRecord(fields)
     return body
+
+
+class _ShortfallGuard:
+    """The Grid of one noisy secure sum, for a server that refuses a short release.
+
+    The server sends one unmask request per client whose masked input arrived. With fewer than
+    ``planned`` (the clients the noise was calibrated for) it withholds them all: it never holds
+    the shares that remove the self-masks, ``run_secure_sum`` raises
+    :class:`secagg.TooFewSurvivorsError` and no under-noised sum is ever decoded.
+    """
+
+    def __init__(self, grid: Grid, planned: int) -> None:
+        self._grid = grid
+        self._planned = planned
+        self.arrived: int | None = None  # set when the unmask phase was withheld
+
+    def send_and_receive(
+        self, messages: Iterable[Message], *, timeout: float | None = None
+    ) -> Iterable[Message]:
+        batch = list(messages)
+        stages = {str(m.content.config_records[RECORD_KEY]["stage"]) for m in batch}
+        if stages == {"unmask"} and len(batch) < self._planned:
+            self.arrived = len(batch)
+            return []
+        return self._grid.send_and_receive(batch, timeout=timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._grid, name)
+
+
+def _noise_event(
+    outcome: GridSumResult,
+    sigma: float,
+    l1: float,
+    l2: float,
+    dimension: int,
+    *,
+    target: float,
+    planned: int,
+    what: str,
+) -> DistributedDiscreteGaussian:
+    """The release's event: its survivors each added FastDiscreteGaussian(σ)^d noise, so the
+    sampler's total variation is survivors·d·tv_bound (as :func:`dpquantile.dp_quantile`
+    charges). Fewer survivors than ``planned`` give less noise: warn when ρ exceeds the target."""
+    survivors = len(outcome.survivors)
+    event = DistributedDiscreteGaussian(
+        num_clients=survivors,
+        sigma=sigma,
+        l1_sensitivity=l1,
+        l2_sensitivity=l2,
+        dimension=dimension,
+        sampler_tv_bound=survivors * dimension * FastDiscreteGaussian(sigma).tv_bound,
+    )
+    if event.rho > target:  # σ was planned so that all `planned` clients give ρ <= target
+        logger.warning(
+            "%s: only %d of the %d planned clients sent masked inputs: the release is "
+            "%.4g-zCDP, not %.4g (refuse_shortfall=True withholds such a release)",
+            what,
+            survivors,
+            planned,
+            event.rho,
+            target,
+        )
+    return event
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +400,11 @@ class RoundSummary:
     threshold
         Δ-FL's released loss quantile τ (``"superquantile"`` only).
     events
-        The privacy events of the round's noisy releases (the DP quantile's histogram).
+        The privacy events of the round's noisy releases (the DP quantile's histogram, the
+        noisy averages), each with the clients' sampler total-variation bound.
+    refused
+        Whether the server withheld a noisy release with fewer clients than planned
+        (``refuse_shortfall``); the round then leaves the model unchanged.
 
     Examples
     --------
@@ -311,6 +417,7 @@ class RoundSummary:
     objectives: tuple[float, ...] = ()
     threshold: float | None = None
     events: tuple[DistributedDiscreteGaussian, ...] = ()
+    refused: bool = False
 
 
 @dataclass
@@ -321,14 +428,16 @@ class SecureStrategy:
     ----------
     strategy
         A Flower Message-API strategy (``flwr.serverapp.strategy.FedAvg`` …): it samples the
-        nodes and builds the train messages; its plaintext ``aggregate_train`` is never used.
+        nodes and builds the train messages (one content for all: the secure sum sends every
+        node the same; differing contents raise ``ValueError``); its plaintext
+        ``aggregate_train`` is never used.
     aggregation
-        ``"mean"`` or ``"geometric_median"``.
+        ``"mean"``, ``"geometric_median"`` or ``"superquantile"``.
     clip
-        ``"mean"``: per-coordinate clip of the replies; ``"geometric_median"``: the public L2
-        clip c of each update.
+        ``"mean"``: per-coordinate clip of the replies; ``"geometric_median"``,
+        ``"superquantile"`` and noisy means: the public L2 clip c of each update (> 0).
     weight_cap
-        Public cap on a client's weight (its ``num-examples``).
+        Public cap on a client's weight (its ``num-examples``; > 0).
     weight_key
         The reply metric that weighs a client (``""``: all weights 1).
     neighbors, threshold, modulus_bits, phase_timeout
@@ -336,15 +445,24 @@ class SecureStrategy:
     smoothing, ftol, max_iterations
         Weiszfeld's ν, relative objective tolerance and most steps (geometric median).
     theta, loss_key, loss_range, bins, branching, quantile_rho
-        Δ-FL: the fraction θ of clients kept (those with the largest losses), the train reply's
-        metric holding the pre-training loss, the histogram's range and leaves, and the zCDP ρ
-        of the quantile release (``None``: exact histogram, no noise).
+        Δ-FL: the fraction θ ∈ (0, 1] of clients kept (those with the largest losses), the
+        train reply's metric holding the pre-training loss, the histogram's range (finite,
+        lower < upper) and leaves (a power of ``branching``), and the zCDP ρ > 0 of the
+        quantile release (``None``: exact histogram, no noise). The noise is planned for all
+        sampled nodes.
     noise_rho
-        zCDP ρ of each (weighted) secure average under distributed discrete Gaussian noise
-        (KLS21; ``"mean"`` and ``"superquantile"``), planned for all sampled nodes; ``None``:
-        no noise. Needs head room: use ``modulus_bits=64``.
+        zCDP ρ > 0 of each (weighted) secure average under distributed discrete Gaussian noise
+        (KLS21; ``"mean"`` and ``"superquantile"``), planned for all nodes invited to the sum;
+        ``None``: no noise. Needs head room: use ``modulus_bits=64``.
+    refuse_shortfall
+        A noisy sum is calibrated for the nodes invited to it; if fewer send masked inputs,
+        each adds too little noise and the release's ρ (recorded in the round's ``events``)
+        exceeds ``quantile_rho`` / ``noise_rho`` — a warning is logged. With
+        ``refuse_shortfall`` the server instead withholds the unmask phase, decodes nothing,
+        and leaves the model unchanged for the round (``RoundSummary.refused``).
     seed
-        Reproducible round nonces (tests).
+        Reproducible round nonces (tests). The clients' noise is theirs: seed it through
+        :func:`make_protocols_mod`.
 
     Examples
     --------
@@ -373,12 +491,35 @@ class SecureStrategy:
     branching: int = 2
     quantile_rho: float | None = None
     noise_rho: float | None = None
+    refuse_shortfall: bool = False
     seed: int | None = None
     history: list[RoundSummary] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {AGGREGATIONS}; got {self.aggregation!r}")
+        self.clip = check_positive("clip", self.clip)
+        self.weight_cap = check_positive("weight_cap", self.weight_cap)
+        self.phase_timeout = check_positive("phase_timeout", self.phase_timeout)
+        self.smoothing = check_positive("smoothing", self.smoothing)
+        self.ftol = check_nonnegative("ftol", self.ftol)
+        self.max_iterations = check_int("max_iterations", self.max_iterations, minimum=1)
+        self.theta = check_fraction("theta", self.theta, zero=False, one=True)
+        if not (isinstance(self.loss_range, tuple | list) and len(self.loss_range) == 2):
+            raise ValueError(f"loss_range must be a pair (lower, upper); got {self.loss_range!r}")
+        lower = check_real("loss_range[0]", self.loss_range[0])
+        upper = check_real("loss_range[1]", self.loss_range[1])
+        if not lower < upper:
+            raise ValueError(f"loss_range must have lower < upper; got {self.loss_range!r}")
+        self.loss_range = (lower, upper)
+        self.bins = check_int("bins", self.bins, minimum=2)
+        self.branching = check_int("branching", self.branching, minimum=2)
+        HistogramTree(self.bins, lower, upper, self.branching)  # bins: a power of branching
+        if self.quantile_rho is not None:
+            self.quantile_rho = check_positive("quantile_rho", self.quantile_rho)
+        if self.noise_rho is not None:
+            self.noise_rho = check_positive("noise_rho", self.noise_rho)
+        self.seed = check_seed(self.seed)
 
     def _seed(self, *labels: int) -> int | None:
         return None if self.seed is None else hash((self.seed, *labels)) & (2**63 - 1)
@@ -413,6 +554,12 @@ class SecureStrategy:
                 continue
             nodes = sorted(m.metadata.dst_node_id for m in messages)
             content = messages[0].content
+            if any(m.content is not content and m.content != content for m in messages[1:]):
+                # run_secure_sum sends one content to every node: per-node contents would be lost.
+                raise ValueError(
+                    f"round {server_round}: the strategy's configure_train built different "
+                    "contents for different nodes; SecureStrategy sends every node the same"
+                )
             if self.aggregation == "mean":
                 arrays = self._mean_round(grid, server_round, content, nodes, arrays)
             elif self.aggregation == "geometric_median":
@@ -441,6 +588,34 @@ class SecureStrategy:
             **kwargs,
         )
 
+    def _noisy_sum(
+        self,
+        grid: Grid,
+        content: RecordDict,
+        nodes: list[int],
+        *,
+        noisy: bool,
+        what: str,
+        **kwargs: Any,
+    ) -> GridSumResult | None:
+        """A secure sum; if ``noisy``, its noise is calibrated for all ``nodes``, and ``None``
+        means ``refuse_shortfall`` withheld it (fewer masked inputs: nothing decoded)."""
+        if not (noisy and self.refuse_shortfall):
+            return self._sum(grid, content, nodes, **kwargs)
+        guard = _ShortfallGuard(grid, len(nodes))
+        try:
+            return self._sum(cast("Grid", guard), content, nodes, **kwargs)
+        except TooFewSurvivorsError:
+            if guard.arrived is None:
+                raise
+            logger.warning(
+                "%s: only %d of the %d planned clients sent masked inputs: release refused",
+                what,
+                guard.arrived,
+                len(nodes),
+            )
+            return None
+
     def _mean_round(
         self,
         grid: Grid,
@@ -451,9 +626,13 @@ class SecureStrategy:
     ) -> ArrayRecord:
         if self.noise_rho is not None:
             flat, shapes = flatten_arrays(arrays)
-            noisy, events = self._weighted_call(
+            called = self._weighted_call(
                 grid, server_round, content, nodes, flat.size, index=0, threshold=-math.inf
             )
+            if called is None:
+                self.history.append(RoundSummary(server_round, (), refused=True))
+                return arrays
+            noisy, events = called
             self.history.append(RoundSummary(server_round, (noisy,), events=events))
             average, weight_sum = _weighted_release(
                 noisy.total, flat.size, self.weight_cap, self.clip
@@ -577,24 +756,41 @@ class SecureStrategy:
             "branching": self.branching,
             "sigma": sigma,
         }
-        histogram = self._sum(
+        histogram = self._noisy_sum(
             grid,
             _call_body(content, 0, histogram_plan),
             nodes,
+            noisy=sigma > 0,
+            what=f"round {server_round}: the loss histogram",
             encoding=SumEncoding(clip=1.0 + _NOISE_TAIL * sigma, scale=1.0, weight_key=None),
             dimension=tree.dimension,
             encoder="superquantile",
             group_id=f"{server_round}.0",
             seed=self._seed(server_round, 0),
         )
+        if histogram is None:  # refused: no τ, no Δ-FL step this round
+            self.history.append(RoundSummary(server_round, (), refused=True))
+            return arrays
         survivors = len(histogram.survivors)
         # Δ-FL keeps the clients whose loss is at least the (1 − θ) quantile.
         threshold, _ = tree.estimate(histogram.total, float(survivors), 1.0 - self.theta)
         events: tuple[DistributedDiscreteGaussian, ...] = ()
         if sigma > 0:
+            assert self.quantile_rho is not None
             l1, l2 = _sensitivities(tree, "tree", "replace_one")
-            events = (DistributedDiscreteGaussian(survivors, sigma, l1, l2, tree.dimension),)
-        mean, noise_events = self._weighted_call(
+            events = (
+                _noise_event(
+                    histogram,
+                    sigma,
+                    l1,
+                    l2,
+                    tree.dimension,
+                    target=self.quantile_rho,
+                    planned=len(nodes),
+                    what=f"round {server_round}: the loss histogram",
+                ),
+            )
+        called = self._weighted_call(
             grid,
             server_round,
             content,
@@ -603,6 +799,14 @@ class SecureStrategy:
             index=1,
             threshold=threshold,
         )
+        if called is None:
+            self.history.append(
+                RoundSummary(
+                    server_round, (histogram,), threshold=threshold, events=events, refused=True
+                )
+            )
+            return arrays
+        mean, noise_events = called
         events += noise_events
         self.history.append(
             RoundSummary(server_round, (histogram, mean), threshold=threshold, events=events)
@@ -623,10 +827,11 @@ class SecureStrategy:
         *,
         index: int,
         threshold: float,
-    ) -> tuple[GridSumResult, tuple[DistributedDiscreteGaussian, ...]]:
+    ) -> tuple[GridSumResult, tuple[DistributedDiscreteGaussian, ...]] | None:
         """One secure sum of [βw/(B·c), β/B] (β = α·1[loss ≥ threshold]); with ``noise_rho``
-        every client adds N_ℤ(0, σ²) on the grid, σ planned as the protocols' secure average
-        plans it (:func:`protocols.aggregation._quantization.plan_quantization`)."""
+        every client adds N_ℤ(0, σ²) on the grid, σ planned for all ``nodes`` as the protocols'
+        secure average plans it (:func:`protocols.aggregation._quantization.plan_quantization`).
+        ``None``: the release was refused (``refuse_shortfall``)."""
         fields: dict[str, Any] = {
             "index": index,
             "clip": self.clip,
@@ -648,23 +853,32 @@ class SecureStrategy:
             fields.update({"noise-sigma": sigma, "scale": scale})
             clip = 1.0 + math.ceil(_NOISE_TAIL * sigma) / scale
             encoding = SumEncoding(clip=clip, scale=scale, weight_key=None)
-        outcome = self._sum(
+        what = f"round {server_round}: secure average {index}"
+        outcome = self._noisy_sum(
             grid,
             _call_body(content, index, fields),
             nodes,
+            noisy=plan is not None,
+            what=what,
             encoding=encoding,
             dimension=d + 1,
             encoder="superquantile",
             group_id=f"{server_round}.{index}",
             seed=self._seed(server_round, index),
         )
+        if outcome is None:
+            return None
         if plan is None or plan.sampler is None:
             return outcome, ()
-        event = DistributedDiscreteGaussian(
-            num_clients=len(outcome.survivors),
-            sigma=plan.sampler.sigma,
-            l1_sensitivity=plan.l1_sensitivity,
-            l2_sensitivity=plan.l2_sensitivity,
-            dimension=d + 1,
+        assert self.noise_rho is not None
+        event = _noise_event(
+            outcome,
+            plan.sampler.sigma,
+            plan.l1_sensitivity,
+            plan.l2_sensitivity,
+            d + 1,
+            target=self.noise_rho,
+            planned=len(nodes),
+            what=what,
         )
         return outcome, (event,)

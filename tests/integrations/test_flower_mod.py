@@ -145,9 +145,55 @@ def test_messages_without_our_record_pass_through(
     np.testing.assert_array_equal(reply.content["arrays"].to_numpy_ndarrays()[0], np.ones(DIM))
 
 
+def reply_fields(reply: Message) -> list[bytes]:
+    """Every value a reply carries to the server, as bytes (config, metric and array records)."""
+    fields: list[bytes] = []
+    for config in reply.content.config_records.values():
+        for value in config.values():
+            for item in value if isinstance(value, list) else [value]:
+                fields.append(item if isinstance(item, bytes) else str(item).encode())
+    for metrics in reply.content.metric_records.values():
+        fields.extend(str(value).encode() for value in metrics.values())
+    for arrays in reply.content.array_records.values():
+        fields.extend(array.data for array in arrays.values())
+    return fields
+
+
 def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app: Any) -> None:
-    grid = loopback_grid(vector_client_app(vectors_for([1, 2, 3])))
+    apps = vector_client_app(vectors_for([1, 2, 3]))
+    secrets: dict[str, set[bytes]] = {
+        "snapshot": set(),
+        "private key": set(),
+        "self-mask seed": set(),
+    }
+
+    def spy(app: Any) -> Any:
+        """The node's app; after each message, read the secrets its Context now holds."""
+
+        def call(message: Message, context: Context) -> Message:
+            reply = app(message, context)
+            snapshot = bytes(context.state.config_records[STATE_KEY]["client"])
+            client = Client.restore(snapshot)
+            secrets["snapshot"].add(snapshot)
+            for pair in (client._encryption_keys, client._mask_keys):
+                if pair is not None:
+                    secrets["private key"].add(pair.private)
+            if client._self_mask_seed:
+                secrets["self-mask seed"].add(client._self_mask_seed)
+            return reply
+
+        return call
+
+    grid = loopback_grid({node: spy(app) for node, app in apps.items()})
     run_secure_sum(grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0)
+    # Mid-round, each node's Context held its snapshot, its two private keys and its seed.
+    assert len(secrets["private key"]) == 6 and len(secrets["self-mask seed"]) == 3
+    assert len(secrets["snapshot"]) >= 12  # one per node and phase
+    assert len(grid.replies) == 12 and not any(r.has_error() for r in grid.replies)
+    sent = [field for reply in grid.replies for field in reply_fields(reply)]
+    for kind, values in secrets.items():
+        for secret in values:
+            assert not any(secret in field for field in sent), f"a {kind} left its node"
     for context in grid.contexts.values():
         client = Client.restore(bytes(context.state.config_records[STATE_KEY]["client"]))
         assert client.state.name == "COMPLETED"

@@ -85,7 +85,9 @@ def test_every_round_completes_with_the_planned_dropouts(simulation: Any) -> Non
 
 def test_rounds_equal_the_in_memory_runner(simulation: Any) -> None:
     record, _, local_train = simulation
-    for model, result in zip(record.models, record.results, strict=False):
+    # One model before each round plus the final one: no round may go unchecked.
+    assert len(record.results) == ROUNDS and len(record.models) == ROUNDS + 1
+    for model, result in zip(record.models[:-1], record.results, strict=True):
         rows, _ = client_inputs(result, model, record.partitions, local_train)
         reference = secure_sum(
             rows,
@@ -100,8 +102,9 @@ def test_rounds_equal_the_in_memory_runner(simulation: Any) -> None:
 
 def test_rounds_are_the_weighted_average_up_to_quantisation(simulation: Any) -> None:
     record, settings, local_train = simulation
+    assert len(record.results) == ROUNDS and len(record.models) == ROUNDS + 1
     for model, result, following in zip(
-        record.models, record.results, record.models[1:], strict=False
+        record.models[:-1], record.results, record.models[1:], strict=True
     ):
         _, plain = client_inputs(result, model, record.partitions, local_train)
         beta = {n: min(plain[n][1], settings.weight_cap) / settings.weight_cap for n in plain}

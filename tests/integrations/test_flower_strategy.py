@@ -4,7 +4,9 @@ package up to quantisation."""
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import math
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -13,23 +15,29 @@ pytest.importorskip(
     "flwr", reason="the Flower integration needs flwr (pip install 'secagg-dp[flower]')"
 )
 
-from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp.strategy import FedAvg
 
+from dpquantile import FastDiscreteGaussian, HistogramTree
 from protocols.aggregation import geometric_median
 from protocols.integrations.flower import SecureStrategy, make_protocols_mod
+from secagg.integrations.flower import RECORD_KEY
 
 DIM = 6
 
 
 def strategy_apps(
-    vectors: dict[int, Any], weights: dict[int, float], losses: dict[int, float] | None = None
+    vectors: dict[int, Any],
+    weights: dict[int, float],
+    losses: dict[int, float] | None = None,
+    *,
+    mod_seed: int = 3,
 ) -> Any:
     """ClientApps whose Mod knows the aggregations' encoders."""
     apps = {}
     for node, vector in vectors.items():
-        app = ClientApp(mods=[make_protocols_mod(seed=3)])
+        app = ClientApp(mods=[make_protocols_mod(seed=mod_seed)])
 
         def train(
             message: Message, context: Context, vector: Any = vector, node: int = node
@@ -143,19 +151,226 @@ def test_superquantile_with_a_dp_quantile_records_its_event(loopback_grid: Any) 
 def test_noisy_secure_mean_records_its_event_and_stays_close(loopback_grid: Any) -> None:
     rng = np.random.default_rng(4)
     nodes = list(range(1, 7))
-    vectors = {n: rng.uniform(-1, 1, DIM) for n in nodes}
+    n, clip = len(nodes), 2.0
+    vectors = {node: rng.uniform(-1, 1, DIM) for node in nodes}
     grid = loopback_grid(strategy_apps(vectors, dict.fromkeys(nodes, 10.0)))
     strategy = SecureStrategy(
         FedAvg(min_available_nodes=6),
         "mean",
-        clip=2.0,
+        clip=clip,
         weight_cap=10.0,
         noise_rho=50.0,
         modulus_bits=64,
+        seed=11,  # with the Mods' seed 3: the noise and the rounding are fixed
     )
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     (event,) = strategy.history[0].events
-    assert event.num_clients == 6 and event.rho == pytest.approx(50.0, rel=1e-3)
-    expected = np.mean([vectors[n] for n in nodes], axis=0)
-    error = np.abs(result.arrays.to_numpy_ndarrays()[0] - expected).max()
-    assert 0 < error < 0.5  # noisy (never exact), but at ρ = 50 close
+    assert event.num_clients == n and event.rho == pytest.approx(50.0, rel=1e-3)
+    clipped = [v * min(1.0, clip / np.linalg.norm(v)) for v in vectors.values()]
+    expected = np.mean(clipped, axis=0)
+    error = float(np.abs(result.arrays.to_numpy_ndarrays()[0] - expected).max())
+    # The released row sum (row units, d + 1 coordinates) is Σᵢ rᵢ plus each client's
+    # rounding error (< 1/s per coordinate) plus Σᵢ Nᵢ/s, Nᵢ ~ N_ℤ(0, σ²) (σ: grid units, s:
+    # the grid scale). N_ℤ(0, σ²) is σ²-subgaussian (CKS20, Cor. 9), so P[|Σᵢ Nᵢⱼ| > T] ≤
+    # 2·exp(−T²/(2nσ²)); a union bound over the d + 1 coordinates at α = 1e-9 bounds every
+    # coordinate's error by e. The average is c·(Sⱼ + eⱼ)/(n + e_w) with Sⱼ = Σᵢ wᵢⱼ/c,
+    # |Sⱼ| ≤ n/c (‖wᵢ‖∞ ≤ 1, every β = B), so its error is at most c·e·(n + n/c)/(n·(n − e)).
+    alpha = 1e-9
+    scale, sigma = strategy.history[0].sums[0].encoding.scale, event.sigma
+    assert scale is not None
+    e = (sigma * math.sqrt(2 * n * math.log(2 * (DIM + 1) / alpha)) + n) / scale
+    bound = clip * e * (n + n / clip) / (n * (n - e))
+    assert 0 < error <= bound  # noisy, yet within the bound (which fails with prob. ≤ α)
+
+
+def test_noise_events_carry_the_clients_sampler_tv_bound(loopback_grid: Any) -> None:
+    nodes = list(range(1, 9))
+    vectors = {n: np.full(DIM, 0.1 * n) for n in nodes}
+    grid = loopback_grid(
+        strategy_apps(vectors, dict.fromkeys(nodes, 1.0), {n: float(n) for n in nodes})
+    )
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=8),
+        "superquantile",
+        clip=1.0,
+        weight_cap=1.0,
+        quantile_rho=2.0,
+        noise_rho=20.0,
+        modulus_bits=64,
+        seed=2,
+    )
+    strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    summary = strategy.history[0]
+    histogram, mean = summary.events
+    for event, outcome in zip(summary.events, summary.sums, strict=True):
+        # Every survivor drew FastDiscreteGaussian(σ) noise for each of the d coordinates.
+        per_draw = FastDiscreteGaussian(event.sigma).tv_bound
+        survivors = len(outcome.survivors)
+        assert event.sampler_tv_bound == pytest.approx(survivors * event.dimension * per_draw)
+        assert event.sampler_tv_bound > 0
+    assert histogram.dimension == HistogramTree(64, 0.0, 10.0).dimension
+    assert mean.dimension == DIM + 1
+
+
+def run_noisy_superquantile(
+    loopback_grid: Any, *, mod_seed: int, strategy_seed: int = 7, **options: Any
+) -> tuple[Any, SecureStrategy, Any]:
+    nodes = list(range(1, 9))
+    vectors = {n: np.full(DIM, float(n)) for n in nodes}
+    apps = strategy_apps(
+        vectors, dict.fromkeys(nodes, 1.0), {n: float(n) for n in nodes}, mod_seed=mod_seed
+    )
+    grid = loopback_grid(apps, silent=options.pop("silent", None))
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=8),
+        "superquantile",
+        clip=100.0,
+        weight_cap=1.0,
+        quantile_rho=0.5,
+        noise_rho=10.0,
+        modulus_bits=64,
+        seed=strategy_seed,
+        **options,
+    )
+    result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    return result.arrays.to_numpy_ndarrays()[0], strategy, grid
+
+
+def test_seeded_noisy_rounds_are_reproducible(loopback_grid: Any) -> None:
+    first, one, _ = run_noisy_superquantile(loopback_grid, mod_seed=5)
+    second, two, _ = run_noisy_superquantile(loopback_grid, mod_seed=5)
+    np.testing.assert_array_equal(first, second)
+    assert one.history[0].threshold == two.history[0].threshold
+    for a, b in zip(one.history[0].sums, two.history[0].sums, strict=True):
+        np.testing.assert_array_equal(a.ring_total, b.ring_total)
+    # The clients' seed, not the server's, fixes their noise: another one moves the sums.
+    _, three, _ = run_noisy_superquantile(loopback_grid, mod_seed=6)
+    assert not np.array_equal(
+        one.history[0].sums[1].ring_total, three.history[0].sums[1].ring_total
+    )
+
+
+def test_fewer_survivors_than_planned_is_recorded_and_warned(
+    loopback_grid: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="protocols.integrations.flower"):
+        _, strategy, _ = run_noisy_superquantile(
+            loopback_grid, mod_seed=5, silent={8: "masked_input"}
+        )
+    summary = strategy.history[0]
+    histogram, mean = summary.events
+    # The noise was planned for 8 clients; 7 added theirs, so the histogram is less private.
+    assert histogram.num_clients == 7 and histogram.rho > 0.5
+    assert "only 7 of the 8 planned clients" in caplog.text and "the loss histogram" in caplog.text
+    # The average's noise is planned for the 7 clients invited to it: on target, no warning.
+    assert mean.num_clients == 7 and mean.rho <= 10.0
+    assert "secure average" not in caplog.text
+    assert not summary.refused
+
+
+def test_refuse_shortfall_withholds_the_unmask_phase(loopback_grid: Any) -> None:
+    arrays, strategy, grid = run_noisy_superquantile(
+        loopback_grid, mod_seed=5, silent={8: "masked_input"}, refuse_shortfall=True
+    )
+    summary = strategy.history[0]
+    assert summary.refused and summary.sums == () and summary.events == ()
+    assert summary.threshold is None
+    np.testing.assert_array_equal(arrays, np.zeros(DIM))  # no Δ-FL step this round
+    stages = [str(m.content.config_records[RECORD_KEY]["stage"]) for m in grid.sent]
+    assert "masked_input" in stages and "unmask" not in stages  # nothing was unmasked
+    assert {m.metadata.group_id for m in grid.sent} == {"1.0"}  # no τ went out
+
+
+def test_refuse_shortfall_releases_a_full_round(loopback_grid: Any) -> None:
+    full, strategy, _ = run_noisy_superquantile(loopback_grid, mod_seed=5, refuse_shortfall=True)
+    plain, _, _ = run_noisy_superquantile(loopback_grid, mod_seed=5)
+    assert not strategy.history[0].refused and len(strategy.history[0].sums) == 2
+    np.testing.assert_array_equal(full, plain)
+
+
+def test_refuse_shortfall_of_a_noisy_mean(loopback_grid: Any) -> None:
+    nodes = list(range(1, 7))
+    vectors = {n: np.full(DIM, 0.1 * n) for n in nodes}
+    grid = loopback_grid(
+        strategy_apps(vectors, dict.fromkeys(nodes, 1.0)), silent={3: "masked_input"}
+    )
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=6),
+        "mean",
+        clip=1.0,
+        weight_cap=1.0,
+        noise_rho=10.0,
+        modulus_bits=64,
+        refuse_shortfall=True,
+    )
+    result = strategy.start(grid, ArrayRecord([np.ones(DIM)]), num_rounds=2)
+    assert [s.refused for s in strategy.history] == [True, True]
+    np.testing.assert_array_equal(result.arrays.to_numpy_ndarrays()[0], np.ones(DIM))
+
+
+class PerNodeContent:
+    """A strategy whose configure_train gives each node its own arrays."""
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Any
+    ) -> list[Message]:
+        return [
+            Message(
+                RecordDict({"arrays": ArrayRecord([np.full(DIM, float(node))]), "config": config}),
+                dst_node_id=node,
+                message_type="train",
+            )
+            for node in grid.get_node_ids()
+        ]
+
+
+def test_different_contents_per_node_are_refused(loopback_grid: Any) -> None:
+    nodes = [1, 2, 3]
+    grid = loopback_grid(
+        strategy_apps({n: np.zeros(DIM) for n in nodes}, dict.fromkeys(nodes, 1.0))
+    )
+    strategy = SecureStrategy(cast(Any, PerNodeContent()), "mean", clip=1.0, weight_cap=1.0)
+    with pytest.raises(ValueError, match="different contents for different nodes"):
+        strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    assert grid.sent == []
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "match"),
+    [
+        ("theta", 0.0, "theta must be a number in \\(0, 1\\]"),
+        ("theta", 1.5, "theta must be a number in \\(0, 1\\]"),
+        ("theta", math.nan, "theta must be a number in"),
+        ("clip", 0.0, "clip must be positive"),
+        ("clip", -1.0, "clip must be positive"),
+        ("clip", math.nan, "clip must be finite"),
+        ("weight_cap", 0.0, "weight_cap must be positive"),
+        ("weight_cap", math.nan, "weight_cap must be finite"),
+        ("bins", 48, "bins must be a power of the branching factor 2"),
+        ("bins", 1, "bins must be an integer >= 2"),
+        ("branching", 1, "branching must be an integer >= 2"),
+        ("loss_range", (1.0, 1.0), "loss_range must have lower < upper"),
+        ("loss_range", (2.0, 1.0), "loss_range must have lower < upper"),
+        ("loss_range", (0.0, math.inf), "loss_range\\[1\\] must be finite"),
+        ("loss_range", (math.nan, 1.0), "loss_range\\[0\\] must be finite"),
+        ("loss_range", (0.0,), "loss_range must be a pair"),
+        ("quantile_rho", 0.0, "quantile_rho must be positive"),
+        ("quantile_rho", -1.0, "quantile_rho must be positive"),
+        ("quantile_rho", math.nan, "quantile_rho must be finite"),
+        ("noise_rho", 0.0, "noise_rho must be positive"),
+        ("noise_rho", math.inf, "noise_rho must be finite"),
+        ("phase_timeout", 0.0, "phase_timeout must be positive"),
+        ("smoothing", 0.0, "smoothing must be positive"),
+        ("ftol", -1.0, "ftol must be non-negative"),
+        ("max_iterations", 0, "max_iterations must be an integer >= 1"),
+        ("seed", -1, "seed must lie in"),
+    ],
+)
+def test_bad_parameters_are_value_errors(option: str, value: Any, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        SecureStrategy(None, "superquantile", **{option: value})
+
+
+def test_parameters_are_normalised() -> None:
+    strategy = SecureStrategy(None, "superquantile", theta=1, clip=2, loss_range=(0, 5))
+    assert strategy.theta == 1.0 and strategy.clip == 2.0 and strategy.loss_range == (0.0, 5.0)
