@@ -37,7 +37,7 @@ from dpquantile._checks import (
     check_positive,
     check_probability,
 )
-from dpquantile.pmf import discrete_gaussian_tail
+from dpquantile.pmf import discrete_gaussian_pmf, discrete_gaussian_tail
 
 __all__ = [
     "ZCDP",
@@ -65,6 +65,10 @@ _ORDER_GRID = np.linspace(_LOG_ORDER_MIN, _LOG_ORDER_MAX, 601)
 # Thm. 7 tail sums stay direct (≈40σ terms) in this σ range; outside it the Rényi route is used.
 _EXACT_SIGMA_LIMIT = 1e5
 _EXACT_SIGMA_FLOOR = 1e-3
+# T-fold compositions of one scalar DG are exact (convolved pmf) up to this many support points.
+_COMPOSED_MAX_POINTS = 1 << 14
+# Relative error allowed for each convolved tail sum: δ is overstated by this margin, never under.
+_COMPOSED_MARGIN = 1e-9
 
 
 def _round_up(value: float) -> float:
@@ -934,6 +938,23 @@ class ZCDPAccountant:
             return history[0][0]
         return None
 
+    def _exact_composed(self) -> _ComposedProfile | None:
+        """The exact profile when the history is T ≥ 2 copies of one scalar DG release."""
+        history = self.history
+        if len(history) != 1 or history[0][1] < 2:
+            return None
+        event, count = history[0]
+        if not (
+            isinstance(event, DiscreteGaussian)
+            and event.dimension == 1
+            and event.l2_sensitivity > 0
+            and event.l2_sensitivity.is_integer()
+            and event.sigma >= _EXACT_SIGMA_FLOOR
+            and math.isfinite(event.rho)
+        ):
+            return None
+        return _composed_profile(event.sigma, int(event.l2_sensitivity), count)
+
     def _exact_gaussian(self) -> DiscreteGaussian | None:
         """The event when the history is one scalar DG release with an integer Δ (CKS20 Thm. 7)."""
         single = self._single()
@@ -978,6 +999,9 @@ class ZCDPAccountant:
         exact = self._exact_gaussian()
         if exact is not None:
             return _exact_gaussian_epsilon(exact, delta, upper=renyi)
+        composed = self._exact_composed()
+        if composed is not None:
+            return _smallest_epsilon(composed.delta, delta, upper=renyi)
         single = self._single()
         if isinstance(single, DiscreteLaplace):
             return min(renyi, single.epsilon0)
@@ -987,6 +1011,9 @@ class ZCDPAccountant:
         exact = self._exact_gaussian()
         if exact is not None:
             return _exact_gaussian_delta(exact, epsilon)
+        composed = self._exact_composed()
+        if composed is not None:
+            return min(1.0, composed.delta(epsilon), self._renyi_delta(epsilon))
         single = self._single()
         if isinstance(single, DiscreteLaplace) and epsilon >= single.epsilon0:
             return 0.0
@@ -1122,19 +1149,68 @@ def _exact_gaussian_delta(event: DiscreteGaussian, epsilon: float) -> float:
 
 def _exact_gaussian_epsilon(event: DiscreteGaussian, delta: float, *, upper: float) -> float:
     """Smallest ε with exact δ(ε) ≤ δ, searched in [0, upper] (``upper`` from the Rényi route)."""
-    if _exact_gaussian_delta(event, 0.0) <= delta:
+    return _smallest_epsilon(lambda eps: _exact_gaussian_delta(event, eps), delta, upper=upper)
+
+
+def _smallest_epsilon(profile: Callable[[float], float], delta: float, *, upper: float) -> float:
+    """Smallest ε in [0, upper] with profile(ε) ≤ δ (profile decreasing; ``upper`` certified)."""
+    if profile(0.0) <= delta:
         return 0.0
-    if _exact_gaussian_delta(event, upper) > delta:
+    if profile(upper) > delta:
         return upper  # numerical safety: never return less than the certified Rényi bound
-    root = optimize.brentq(
-        lambda eps: _exact_gaussian_delta(event, eps) - delta, 0.0, upper, xtol=1e-14, rtol=1e-14
-    )
+    root = optimize.brentq(lambda eps: profile(eps) - delta, 0.0, upper, xtol=1e-14, rtol=1e-14)
     candidate = float(root)
     for _ in range(64):  # step up until the computed δ is certainly within the target
-        if _exact_gaussian_delta(event, candidate) <= delta:
+        if profile(candidate) <= delta:
             return min(candidate, upper)
         candidate = math.nextafter(candidate, math.inf) * (1.0 + 1e-15)
     return upper
+
+
+@dataclass(frozen=True)
+class _ComposedProfile:
+    """δ(ε) of T scalar DG releases with integer Δ, from the pmf of S = X₁ + … + X_T.
+
+    The privacy loss of T releases depends on the data only through S (the DG pmf is ∝
+    exp(−x²/2σ²)), so, as CKS20 Thm. 7 for T = 1: δ(ε) = P[S > c − TΔ/2] − e^ε·P[S > c + TΔ/2]
+    with c = εσ²/Δ. Derivation and error margin: ``accounting_composed.md``.
+    """
+
+    sigma: float
+    sensitivity: int
+    count: int
+    lowest: int  # the support point of suffix[0]
+    suffix: NDArray[np.float64]  # suffix[k] = P[S ≥ lowest + k]
+
+    def _greater(self, threshold: float) -> float:
+        """P[S > threshold]."""
+        index = math.floor(threshold) + 1 - self.lowest
+        if index <= 0:
+            return 1.0
+        return float(self.suffix[index]) if index < self.suffix.size else 0.0
+
+    def delta(self, epsilon: float) -> float:
+        """δ(ε), overstated by the relative margin of the sums (never understated)."""
+        shift = self.count * self.sensitivity / 2.0
+        centre = epsilon * self.sigma**2 / self.sensitivity
+        head = self._greater(centre - shift) * (1.0 + _COMPOSED_MARGIN)
+        tail = self._greater(centre + shift) * (1.0 - _COMPOSED_MARGIN)
+        return max(0.0, head - math.exp(min(epsilon, 700.0)) * tail)
+
+
+@functools.lru_cache(maxsize=32)
+def _composed_profile(sigma: float, sensitivity: int, count: int) -> _ComposedProfile | None:
+    """The profile of ``count`` releases, or ``None`` when the convolved support is too large."""
+    reach = math.ceil(20.0 * sigma) + 2  # the DG mass beyond 20σ is below e^-200
+    if (2 * reach + 1) * count > _COMPOSED_MAX_POINTS:
+        return None
+    base = discrete_gaussian_pmf(np.arange(-reach, reach + 1), sigma)
+    pmf = base
+    for _ in range(count - 1):
+        pmf = np.convolve(pmf, base)
+    # Sum from the far tail inwards so that small tails keep their relative accuracy.
+    suffix = np.cumsum(pmf[::-1])[::-1]
+    return _ComposedProfile(sigma, sensitivity, count, -reach * count, suffix)
 
 
 # --------------------------------------------------------------------------------------------------
