@@ -46,4 +46,25 @@ class TooFewSurvivorsError(ProtocolError):
     """Fewer parties survived than the threshold needs: the round aborted cleanly.
 
     Nothing about any individual input was revealed; the round must be restarted.
+
+    Parameters
+    ----------
+    message
+        Which phase fell short, and by how much.
+    arrived, min_inputs
+        Set when the server refused to unmask because only ``arrived`` masked inputs came in
+        and the release needs ``min_inputs`` (``Server(min_inputs=...)``); ``None`` otherwise.
+
+    Examples
+    --------
+    >>> err = TooFewSurvivorsError("short", arrived=3, min_inputs=4)
+    >>> err.arrived, err.min_inputs, str(err)
+    (3, 4, 'short')
     """
+
+    def __init__(
+        self, message: str, *, arrived: int | None = None, min_inputs: int | None = None
+    ) -> None:
+        self.arrived = arrived
+        self.min_inputs = min_inputs
+        super().__init__(message)

@@ -507,7 +507,9 @@ class Server:
             # Checked before any unmask request leaves: nothing about the sum is released.
             raise TooFewSurvivorsError(
                 f"only {len(survivors)} masked inputs arrived; the release needs at least "
-                f"min_inputs={self.min_inputs} (e.g. the count its noise was calibrated for)"
+                f"min_inputs={self.min_inputs} (e.g. the count its noise was calibrated for)",
+                arrived=len(survivors),
+                min_inputs=self.min_inputs,
             )
         dropped = self._shared - survivors
         for u in sorted(self._shared):

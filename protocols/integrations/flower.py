@@ -29,9 +29,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,7 +55,6 @@ from protocols.aggregation import (
 from protocols.aggregation._quantization import plan_quantization
 from secagg import KeystreamRandom, TooFewSurvivorsError
 from secagg.integrations.flower import (
-    RECORD_KEY,
     ClientAppCallable,
     GridSumResult,
     SumEncoding,
@@ -321,34 +320,6 @@ def _call_body(content: RecordDict, index: int, fields: dict[str, Any]) -> Recor
     return body
 
 
-class _ShortfallGuard:
-    """The Grid of one noisy secure sum, for a server that refuses a short release.
-
-    The server sends one unmask request per client whose masked input arrived. With fewer than
-    ``planned`` (the clients the noise was calibrated for) it withholds them all: it never holds
-    the shares that remove the self-masks, ``run_secure_sum`` raises
-    :class:`secagg.TooFewSurvivorsError` and no under-noised sum is ever decoded.
-    """
-
-    def __init__(self, grid: Grid, planned: int) -> None:
-        self._grid = grid
-        self._planned = planned
-        self.arrived: int | None = None  # set when the unmask phase was withheld
-
-    def send_and_receive(
-        self, messages: Iterable[Message], *, timeout: float | None = None
-    ) -> Iterable[Message]:
-        batch = list(messages)
-        stages = {str(m.content.config_records[RECORD_KEY]["stage"]) for m in batch}
-        if stages == {"unmask"} and len(batch) < self._planned:
-            self.arrived = len(batch)
-            return []
-        return self._grid.send_and_receive(batch, timeout=timeout)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._grid, name)
-
-
 def _noise_event(
     outcome: GridSumResult,
     sigma: float,
@@ -602,16 +573,15 @@ class SecureStrategy:
         means ``refuse_shortfall`` withheld it (fewer masked inputs: nothing decoded)."""
         if not (noisy and self.refuse_shortfall):
             return self._sum(grid, content, nodes, **kwargs)
-        guard = _ShortfallGuard(grid, len(nodes))
         try:
-            return self._sum(cast("Grid", guard), content, nodes, **kwargs)
-        except TooFewSurvivorsError:
-            if guard.arrived is None:
+            return self._sum(grid, content, nodes, min_inputs=len(nodes), **kwargs)
+        except TooFewSurvivorsError as error:
+            if error.arrived is None:
                 raise
             logger.warning(
                 "%s: only %d of the %d planned clients sent masked inputs: release refused",
                 what,
-                guard.arrived,
+                error.arrived,
                 len(nodes),
             )
             return None

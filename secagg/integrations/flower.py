@@ -504,6 +504,7 @@ def run_secure_sum(
     seed: int | None = None,
     on_phase: Callable[[str, int], None] | None = None,
     encoder: str = "",
+    min_inputs: int = 1,
 ) -> GridSumResult:
     """Securely sum the train replies of Flower nodes running :func:`secagg_mod`.
 
@@ -536,6 +537,10 @@ def run_secure_sum(
     encoder
         Name of the client encoder (see :func:`make_secagg_mod`) that computes each node's
         vector; ``""``: the train reply, encoded by ``encoding``.
+    min_inputs
+        Unmask only if at least this many masked inputs arrived (``Server(min_inputs=...)``,
+        e.g. the count distributed noise was calibrated for); otherwise no unmask request is
+        sent and :class:`secagg.TooFewSurvivorsError` (with ``arrived``) is raised.
 
     Returns
     -------
@@ -580,7 +585,7 @@ def run_secure_sum(
     )
     client_of = {node: u for u, node in enumerate(nodes, 1)}
     node_of = {u: node for node, u in client_of.items()}
-    server = Server(config, client_of.values())
+    server = Server(config, client_of.values(), min_inputs=min_inputs)
     seconds = dict.fromkeys(PHASES, 0.0)
     upload = dict.fromkeys(PHASES, 0)
     download = dict.fromkeys(PHASES, 0)

@@ -370,8 +370,9 @@ def test_bytes_only_transport() -> None:
 def test_min_inputs_aborts_before_any_unmask_request() -> None:
     inputs = [[i, 1] for i in range(6)]
     # 4 masked inputs arrive; the server needs 5: it aborts with nothing unmasked.
-    with pytest.raises(TooFewSurvivorsError, match="min_inputs=5"):
+    with pytest.raises(TooFewSurvivorsError, match="min_inputs=5") as refused:
         secure_sum(inputs, dropouts={"masked_input": [0, 1]}, min_inputs=5, seed=1)
+    assert (refused.value.arrived, refused.value.min_inputs) == (4, 5)
     result = secure_sum(inputs, dropouts={"masked_input": [0, 1]}, min_inputs=4, seed=1)
     assert result.total.tolist() == [2 + 3 + 4 + 5, 4]
     with pytest.raises(ValueError, match="min_inputs"):
