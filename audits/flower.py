@@ -49,7 +49,15 @@ from audits.targets import (
     SecureSumUnderTest,
 )
 
-__all__ = ["FLOWER_VERSION", "LOCAL_DP_EPSILON", "FlowerTarget", "known_defects", "load_flower"]
+__all__ = [
+    "FLOWER_VERSION",
+    "LOCAL_DP_EPSILON",
+    "FlowerTarget",
+    "known_defects",
+    "load_flower",
+    "quiet_flower",
+    "recording_strategy",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +114,20 @@ class _Capture(logging.Handler):
 
 
 @contextlib.contextmanager
-def _quiet_flower(sink: list[str]) -> Iterator[None]:
-    """Keep Flower's log lines off the console (WARNING and above go to ``sink``)."""
+def quiet_flower(sink: list[str]) -> Iterator[None]:
+    """Keep Flower's log lines off the console (WARNING and above go to ``sink``).
+
+    Also used by ``bench/_flower_anchor.py``, which drives the same Flower round.
+
+    Examples
+    --------
+    >>> import logging
+    >>> sink: list[str] = []
+    >>> with quiet_flower(sink):
+    ...     logging.getLogger("flwr").warning("hidden")
+    >>> sink
+    ['WARNING: hidden']
+    """
     flower_logger = logging.getLogger("flwr")
     handlers, propagate = flower_logger.handlers[:], flower_logger.propagate
     flower_logger.handlers = [_Capture(sink)]
@@ -207,7 +227,7 @@ class FlowerRound:
         self.grid = _Grid(f, self.contexts, self._train)
         for stage, nodes in (silent_at or {}).items():
             self.grid.silent[stage] = {self.node_ids[i] for i in nodes}
-        self.strategy = _recording_strategy(f, n)
+        self.strategy = recording_strategy(f, n)
         manager = f.manager.SimpleClientManager()
         base = app.Context(
             run_id=0, node_id=0, node_config={}, state=app.RecordDict(), run_config={}
@@ -223,7 +243,7 @@ class FlowerRound:
         for nid in self.node_ids:
             manager.register(f.proxy.GridClientProxy(nid, self.grid, 0))
         self.warnings: list[str] = []
-        with _quiet_flower(self.warnings):
+        with quiet_flower(self.warnings):
             self.workflow = f.workflow.SecAggPlusWorkflow(
                 num_shares=1.0, reconstruction_threshold=threshold, **workflow
             )
@@ -245,7 +265,7 @@ class FlowerRound:
 
     def stage(self, name: str) -> bool:
         """Run one workflow stage; False when Flower stops the round."""
-        with _quiet_flower(self.warnings):
+        with quiet_flower(self.warnings):
             return bool(
                 getattr(self.workflow, f"{name}_stage")(self.grid, self.context, self.state)
             )
@@ -278,7 +298,17 @@ class FlowerRound:
         return np.asarray(total / sum(self.weights[m] for m in members), dtype=np.float64)
 
 
-def _recording_strategy(f: SimpleNamespace, n: int) -> Any:
+def recording_strategy(f: SimpleNamespace, n: int) -> Any:
+    """A Flower FedAvg that samples all ``n`` clients; ``aggregate_fit`` only records results.
+
+    ``f`` is :func:`load_flower`'s namespace. Also used by ``bench/_flower_anchor.py``.
+
+    Examples
+    --------
+    >>> recording_strategy.__name__  # needs flwr; see FlowerRound
+    'recording_strategy'
+    """
+
     class RecordingFedAvg(f.strategy.FedAvg):  # type: ignore[misc, name-defined]
         def __init__(self) -> None:
             super().__init__(
@@ -353,7 +383,7 @@ class _FlowerSecureSum:
             group_id="1",
         )
         try:
-            with _quiet_flower(round_.warnings):
+            with quiet_flower(round_.warnings):
                 [reply] = round_.grid.send_and_receive([message])
         except Exception:  # a refusal, however raised, is the correct behaviour
             return False
@@ -459,7 +489,7 @@ class _LocalDpMechanism:
         saved = np.random.get_state()  # noqa: NPY002 (Flower draws from the global generator)
         try:
             np.random.seed(seed % 2**32)  # noqa: NPY002
-            with _quiet_flower(self._log):
+            with quiet_flower(self._log):
                 reply = self._mod(self._message, self._context, train)
         finally:
             np.random.set_state(saved)  # noqa: NPY002

@@ -33,17 +33,17 @@ import gc
 import importlib
 import importlib.metadata
 import json
-import logging
 import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
+from audits.flower import quiet_flower, recording_strategy
 
 PINNED_VERSION = "1.42.0"
 # Defaults of SecAggPlusWorkflow.__init__ in Flower 1.42 (forwarded to the client mod).
@@ -110,32 +110,6 @@ def _require() -> SimpleNamespace:
         raise RuntimeError(
             f"Flower anchor not installed (pip install flwr=={PINNED_VERSION})"
         ) from exc
-
-
-class _Capture(logging.Handler):
-    def __init__(self, sink: list[str]) -> None:
-        super().__init__(logging.WARNING)
-        self.sink = sink
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.sink.append(f"{record.levelname}: {record.getMessage()}")
-
-
-@contextmanager
-def _quiet_flower(sink: list[str] | None = None) -> Iterator[None]:
-    """Keep Flower's log lines off the console while a round runs; restore after.
-
-    Flower's own level is untouched (its log calls cost what they cost); its handlers
-    are swapped for one that appends WARNING and above to ``sink``.
-    """
-    logger = logging.getLogger("flwr")
-    handlers, propagate = logger.handlers[:], logger.propagate
-    logger.handlers = [_Capture([] if sink is None else sink)]
-    logger.propagate = False
-    try:
-        yield
-    finally:
-        logger.handlers, logger.propagate = handlers, propagate
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -499,7 +473,7 @@ class _FlowerRound:
         self.grid = _LoopbackGrid(f, self.contexts, self._train)
         self.grid.silent[f.consts.Stage.COLLECT_MASKED_VECTORS] = set(self.dropped)
 
-        self.strategy = _recording_strategy(f, n)
+        self.strategy = recording_strategy(f, n)
         manager = f.manager.SimpleClientManager()
         base = app.Context(
             run_id=0, node_id=0, node_config={}, state=app.RecordDict(), run_config={}
@@ -515,7 +489,7 @@ class _FlowerRound:
         for nid in self.node_ids:
             manager.register(f.proxy.GridClientProxy(nid, self.grid, 0))
         self.warnings: list[str] = []
-        with _quiet_flower(self.warnings):
+        with quiet_flower(self.warnings):
             self.workflow = f.workflow.SecAggPlusWorkflow(
                 num_shares=num_shares,
                 reconstruction_threshold=threshold,
@@ -552,7 +526,7 @@ class _FlowerRound:
     def run_stage(self, name: str) -> bool:
         stage = getattr(self.workflow, f"{name}_stage")
         grid_before = self.grid.seconds
-        with _quiet_flower(self.warnings):
+        with quiet_flower(self.warnings):
             t0 = time.perf_counter()
             ok = bool(stage(self.grid, self.ctx, self.state))
             total = time.perf_counter() - t0
@@ -604,27 +578,6 @@ class _FlowerRound:
             return float("inf")
         agg = self.f.common.parameters_to_ndarrays(results[0][1].parameters)[0]
         return float(np.max(np.abs(agg - self.weighted_sum / self.weight_total)))
-
-
-def _recording_strategy(f: SimpleNamespace, n: int) -> Any:
-    class _RecordingFedAvg(f.strategy.FedAvg):  # type: ignore[misc]
-        """FedAvg sampling all n clients; aggregate_fit only records its results."""
-
-        def __init__(self) -> None:
-            super().__init__(
-                fraction_fit=1.0,
-                fraction_evaluate=0.0,
-                min_fit_clients=n,
-                min_evaluate_clients=0,
-                min_available_clients=n,
-            )
-            self.recorded: list[Any] = []
-
-        def aggregate_fit(self, server_round: int, results: Any, failures: Any) -> Any:
-            self.recorded = list(results)
-            return None, {}
-
-    return _RecordingFedAvg()
 
 
 def _instrumented_unmask(rnd: _FlowerRound) -> dict[str, Any]:
