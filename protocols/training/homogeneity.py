@@ -59,8 +59,8 @@ def homogeneity_split(
 
     Examples
     --------
-    >>> from protocols.training.datasets import digits
-    >>> source = digits(num_clients=20, num_test_clients=0, samples_per_client=80)
+    >>> from protocols.training.datasets import synthetic
+    >>> source = synthetic(1, 1)
     >>> data = homogeneity_split(source, 0.1, num_clients=10, num_test_clients=2)
     >>> len(data.train_clients), len(data.test_clients), data.train_clients[0].num_test
     (10, 2, 0)

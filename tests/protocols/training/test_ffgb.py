@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from protocols.training.data import ClientData, FederatedDataset
-from protocols.training.datasets import digits, synthetic
+from protocols.training.datasets import dataset_available, digits, synthetic
 from protocols.training.ffgb import FFGBConfig, FFGBTrainer, train_ffgb
 from protocols.training.homogeneity import homogeneity_split
 from protocols.training.partition import IIDSplit
@@ -138,6 +138,12 @@ def test_ffgb_l_reaches_the_least_squares_optimum() -> None:
     np.testing.assert_allclose(trainer.model(X)[:, 0], np.mean(labels, axis=0), atol=1e-6)
 
 
+needs_digits = pytest.mark.skipif(
+    not dataset_available("digits"),
+    reason="scikit-learn's digits not installed (pip install -e '.[data]')",
+)
+
+
 def small_images() -> FederatedDataset:
     source = digits(
         num_clients=12,
@@ -150,6 +156,7 @@ def small_images() -> FederatedDataset:
     return homogeneity_split(source, 0.3, num_clients=8, num_test_clients=2, seed=1)
 
 
+@needs_digits
 def test_fourier_ffgb_learns_and_secure_matches_plain() -> None:
     data = small_images()
     config = FFGBConfig(rounds=4, clients_per_round=4, local_steps=3, num_features=64)
@@ -163,6 +170,7 @@ def test_fourier_ffgb_learns_and_secure_matches_plain() -> None:
     assert secure.evaluation == "test_clients"
 
 
+@needs_digits
 def test_mlp_learner_runs_in_the_clear_only() -> None:
     data = small_images()
     with pytest.raises(ValueError, match="not compatible with secure aggregation"):
