@@ -186,6 +186,9 @@ class _SecureAverageDropout:
             secure=False,
             quantize=True,
             dropouts={"masked_input": list(range(dropped))} if dropped else None,
+            # The noise is the question, not the threat model: allow more dropouts than the
+            # malicious mode's consistency quorum would.
+            threat_model="semi-honest",
         )
         assert result.quantization_step is not None and result.event is not None
         noise = result.average * result.weight_sum / result.quantization_step  # inputs are 0
@@ -230,7 +233,14 @@ class _OurSansIO:
     protocol_error = secagg.ProtocolError
     peer_error = secagg.RemoteProtocolError
     abort_error = secagg.TooFewSurvivorsError
-    _TO_SERVER = ("AdvertiseKeys", "EncryptedShares", "MaskedInput", "UnmaskResponse")
+    threat_models: tuple[str, ...] = ("semi-honest", "malicious")
+    _TO_SERVER = (
+        "AdvertiseKeys",
+        "EncryptedShares",
+        "MaskedInput",
+        "ConsistencySignature",
+        "UnmaskResponse",
+    )
 
     def setup(
         self,
@@ -242,13 +252,15 @@ class _OurSansIO:
         dimension: int,
         seed: int,
         constant: int | None = None,
+        threat_model: str = "malicious",
     ) -> tuple[dict[int, Any], Any, dict[int, NDArray[np.uint64]], list[Any]]:
         config = secagg.SecAggConfig(
             dimension=dimension,
             threshold=threshold,
             modulus_bits=bits,
             neighbors=degree,
-            round_nonce=b"audit",
+            round_nonce=b"secagg-dp audits",
+            threat_model=threat_model,
         )
         rng = np.random.default_rng(seed)
         inputs = {
@@ -258,11 +270,19 @@ class _OurSansIO:
             for u in range(1, n + 1)
         }
         root = secagg.KeystreamRandom(seed)
+        keys, store = secagg.generate_identities(inputs, seed)
         clients = {
-            u: secagg.Client(config, u, input_vector=inputs[u], random_source=root.spawn(b"%d" % u))
+            u: secagg.Client(
+                config,
+                u,
+                input_vector=inputs[u],
+                random_source=root.spawn(b"%d" % u),
+                identity=keys[u],
+                trust_store=store,
+            )
             for u in inputs
         }
-        server = secagg.Server(config, inputs)
+        server = secagg.Server(config, inputs, trust_store=store)
         pool = [m for c in clients.values() for m in c.start()]
         return clients, server, inputs, pool
 
@@ -271,7 +291,7 @@ class _OurSansIO:
         return replies
 
     def server_receive(self, server: Any, message: Any) -> list[Any]:
-        replies: list[Any] = server.receive(message)
+        replies: list[Any] = server.receive(message, peer_id=message.peer)
         return replies
 
     def close_phase(self, server: Any) -> list[Any]:
@@ -294,9 +314,10 @@ class _OurSansIO:
     def revealed_shares(self, reply: Any) -> tuple[frozenset[int], frozenset[int]] | None:
         if not isinstance(reply, secagg.UnmaskResponse):
             return None
+        # A revealed pairwise key with a neighbour counts as its mask-key side, like its share.
         return (
             frozenset(v for v, _ in reply.seed_shares),
-            frozenset(v for v, _ in reply.key_shares),
+            frozenset(v for v, _ in reply.key_shares) | {v for v, _ in reply.pairwise_keys},
         )
 
     def server_outcome(self, server: Any) -> str:

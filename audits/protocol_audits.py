@@ -87,6 +87,7 @@ def secure_sum_machine(sans_io: SansIOSecureSum, seed: int) -> type[RuleBasedSta
             t_fraction=st.floats(0.0, 1.0),
             round_seed=st.integers(0, 2**32),
             honest_phases=st.integers(0, 4),
+            threat_model=st.sampled_from(getattr(sans_io, "threat_models", ("semi-honest",))),
         )
         def setup(
             self,
@@ -97,6 +98,7 @@ def secure_sum_machine(sans_io: SansIOSecureSum, seed: int) -> type[RuleBasedSta
             t_fraction: float,
             round_seed: int,
             honest_phases: int,
+            threat_model: str,
         ) -> None:
             degree = 2 if harary and n >= 4 else None
             max_t = degree if degree is not None else n - 1
@@ -109,6 +111,7 @@ def secure_sum_machine(sans_io: SansIOSecureSum, seed: int) -> type[RuleBasedSta
                 bits=bits,
                 dimension=3,
                 seed=round_seed ^ seed,
+                threat_model=threat_model,
             )
             self.history: list[Any] = []
             self.crashed: set[int] = set()

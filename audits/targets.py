@@ -192,8 +192,19 @@ class SansIOSecureSum(Protocol):
     True
     """
 
+    threat_models: tuple[str, ...]
+    """The threat models ``setup`` can run ("semi-honest", "malicious")."""
+
     def setup(
-        self, *, n: int, degree: int | None, threshold: int, bits: int, dimension: int, seed: int
+        self,
+        *,
+        n: int,
+        degree: int | None,
+        threshold: int,
+        bits: int,
+        dimension: int,
+        seed: int,
+        threat_model: str = "semi-honest",
     ) -> tuple[dict[int, Any], Any, dict[int, NDArray[np.uint64]], list[Any]]:
         """(clients by id, server, inputs by id, the first messages in flight)."""
         ...

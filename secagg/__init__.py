@@ -14,7 +14,7 @@ yourself: each takes a message (or its bytes) and returns the messages to send.
 from __future__ import annotations
 
 from secagg.client import Client, ClientState
-from secagg.config import SecAggConfig
+from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
 from secagg.errors import (
     LocalProtocolError,
     ProtocolError,
@@ -22,8 +22,11 @@ from secagg.errors import (
     TooFewSurvivorsError,
 )
 from secagg.graph import CommunicationGraph, build_graph
+from secagg.identity import IdentityKey, TrustStore, generate_identities
 from secagg.messages import (
     AdvertiseKeys,
+    ConsistencyRequest,
+    ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
     KeyDirectory,
@@ -37,10 +40,10 @@ from secagg.messages import (
 from secagg.randomness import KeystreamRandom, RandomSource
 from secagg.ring import HeadroomError, Quantizer, Ring, check_headroom, required_bits
 from secagg.runner import (
-    PHASES,
     SecureSumResult,
     default_threshold,
     parse_dropouts,
+    plain_outcome,
     secure_sum,
     summed_clients,
 )
@@ -52,14 +55,18 @@ __all__ = [
     "Client",
     "ClientState",
     "CommunicationGraph",
+    "ConsistencyRequest",
+    "ConsistencySignature",
     "EncryptedShares",
     "ForwardedShares",
     "HeadroomError",
+    "IdentityKey",
     "KeyDirectory",
     "KeystreamRandom",
     "LocalProtocolError",
     "MaskedInput",
     "Message",
+    "Phase",
     "ProtocolError",
     "Quantizer",
     "RandomSource",
@@ -70,7 +77,9 @@ __all__ = [
     "SecureSumResult",
     "Server",
     "ServerState",
+    "ThreatModel",
     "TooFewSurvivorsError",
+    "TrustStore",
     "UnmaskRequest",
     "UnmaskResponse",
     "build_graph",
@@ -78,7 +87,9 @@ __all__ = [
     "decode_message",
     "default_threshold",
     "encode_message",
+    "generate_identities",
     "parse_dropouts",
+    "plain_outcome",
     "required_bits",
     "secure_sum",
     "summed_clients",

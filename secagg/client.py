@@ -1,9 +1,15 @@
-"""The SecAgg / SecAgg+ client: a sans-I/O state machine (Bonawitz et al. 2017, Fig. 4).
+"""The SecAgg / SecAgg+ client: a sans-I/O state machine (Bonawitz et al. 2017, Fig. 4; the
+malicious mode adds that paper's active-adversary checks: signed keys and the consistency round).
 
 The client never opens a socket, sleeps or reads a clock: :meth:`Client.receive` takes a message
 from the server and returns the messages to send back. Allowed (state, message type) pairs live
 in one table; anything else — and any invalid content — moves the client to ``ABORTED`` and
 raises. After that, every call raises.
+
+Robustness to misbehaving peers: a neighbour's share ciphertext that does not authenticate is a
+complaint (reported with the masked input), not an abort — the client still masks with that
+neighbour and simply holds none of its shares, so one bad client cannot make its neighbours
+abort the round.
 """
 
 from __future__ import annotations
@@ -17,14 +23,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from secagg import shamir
-from secagg._session import (
-    SERVER_ID,
-    SHARE_BYTES,
-    SHARE_PLAINTEXT_BYTES,
-    encode_share,
-    seed_commitment,
-    session_id,
-)
 from secagg.config import SecAggConfig
 from secagg.errors import (
     LocalProtocolError,
@@ -33,6 +31,12 @@ from secagg.errors import (
     TooFewSurvivorsError,
 )
 from secagg.graph import build_graph
+from secagg.identity import (
+    IdentityKey,
+    TrustStore,
+    advertisement_message,
+    consistency_message,
+)
 from secagg.keys import (
     KEY_BYTES,
     KeyPair,
@@ -42,8 +46,11 @@ from secagg.keys import (
 )
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
+    MASK_KEY_BYTES,
     AdvertiseKeys,
     ClientKeys,
+    ConsistencyRequest,
+    ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
     KeyDirectory,
@@ -56,16 +63,44 @@ from secagg.messages import (
 )
 from secagg.randomness import KeystreamRandom, RandomSource
 from secagg.ring import RingArray
+from secagg.transcript import (
+    SERVER_ID,
+    SHARE_BYTES,
+    SHARE_PLAINTEXT_BYTES,
+    encode_share,
+    seed_commitment,
+    session_id,
+)
 
 __all__ = ["Client", "ClientState"]
 
 # Snapshot format (little-endian): version:u8 ‖ state:u8 ‖ client_id:u32 ‖ field*, each field a u32
-# length and its bytes, in the order of Client.snapshot.
-_SNAPSHOT_VERSION = 1
+# length and its bytes, in the order of _SNAPSHOT_FIELDS.
+_SNAPSHOT_VERSION = 2
 _SNAPSHOT_HEADER = struct.Struct("<BBI")
 _U32 = struct.Struct("<I")
-_SNAPSHOT_FIELDS = 12
 _SESSION_BYTES = 32  # a SHA-256 session id; also the length of a share-encryption key
+_SNAPSHOT_FIELDS = (
+    "config",
+    "abort_reason",
+    "encryption_key",
+    "mask_key",
+    "round_secret",
+    "self_mask_seed",
+    "session_id",
+    "directory_ids",
+    "neighbors",
+    "neighbor_keys",
+    "receive_keys",
+    "senders",
+    "complaints",
+    "pairwise_keys",
+    "held_seed_shares",
+    "held_key_shares",
+    "survivor_view",
+    "input",
+)
+_ROUND_LABEL = b"secagg-dp/v2/client-round/"
 
 
 def _encode_map(entries: dict[int, bytes]) -> bytes:
@@ -87,6 +122,16 @@ def _decode_map(data: bytes, value_bytes: int) -> dict[int, bytes]:
     return out
 
 
+def _encode_ids(ids: tuple[int, ...]) -> bytes:
+    return np.asarray(ids, dtype="<u4").tobytes()
+
+
+def _decode_ids(data: bytes) -> tuple[int, ...]:
+    if len(data) % 4:
+        raise ValueError("corrupt client snapshot: bad field length")
+    return tuple(int(v) for v in np.frombuffer(data, dtype="<u4"))
+
+
 logger = logging.getLogger(__name__)
 
 
@@ -96,6 +141,7 @@ class ClientState(Enum):
     INITIAL = "initial"
     AWAITING_KEY_DIRECTORY = "awaiting_key_directory"
     AWAITING_SHARES = "awaiting_shares"
+    AWAITING_CONSISTENCY_REQUEST = "awaiting_consistency_request"
     AWAITING_UNMASK_REQUEST = "awaiting_unmask_request"
     COMPLETED = "completed"
     ABORTED = "aborted"
@@ -114,13 +160,24 @@ class Client:
         The integer vector to sum (length ``config.dimension``, values in [-M/2, M)); may
         instead be given later with :meth:`set_input`, before the masked-input phase.
     random_source
-        Cryptographic randomness for keys, seeds and share polynomials; ``None`` draws a
-        fresh :class:`~secagg.KeystreamRandom` seeded by the operating system.
+        Cryptographic randomness for keys and the per-round secret; ``None`` draws a fresh
+        :class:`~secagg.KeystreamRandom` seeded by the operating system.
+    identity, trust_store
+        Malicious mode (the default of :class:`SecAggConfig`): this client's long-term signing
+        key, and the verification keys of every client (which must list ``identity`` under
+        ``client_id``). Ignored in the semi-honest mode.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a wrong argument, or a malicious-mode client without a matching identity.
 
     Examples
     --------
-    >>> cfg = SecAggConfig(dimension=4, threshold=1)
-    >>> client = Client(cfg, 1, input_vector=[1, 2, 3, 4])
+    >>> from secagg.identity import generate_identities
+    >>> keys, store = generate_identities([1, 2], seed=0)
+    >>> cfg = SecAggConfig(dimension=4, threshold=1, round_nonce=bytes(16))
+    >>> client = Client(cfg, 1, input_vector=[1, 2, 3, 4], identity=keys[1], trust_store=store)
     >>> [type(m).__name__ for m in client.start()]
     ['AdvertiseKeys']
     >>> client.state
@@ -134,6 +191,8 @@ class Client:
         *,
         input_vector: ArrayLike | None = None,
         random_source: RandomSource | None = None,
+        identity: IdentityKey | None = None,
+        trust_store: TrustStore | None = None,
     ) -> None:
         if not isinstance(config, SecAggConfig):
             raise TypeError(f"config must be a SecAggConfig; got {type(config).__name__}")
@@ -143,9 +202,22 @@ class Client:
             raise ValueError(f"client_id must lie in [1, 2^31 − 2]; got {client_id}")
         if random_source is not None and not isinstance(random_source, RandomSource):
             raise TypeError("random_source must provide fill() and random_bytes()")
+        if config.malicious:
+            if not isinstance(identity, IdentityKey) or not isinstance(trust_store, TrustStore):
+                raise TypeError(
+                    "the malicious mode needs identity= (an IdentityKey) and trust_store= (a "
+                    "TrustStore); for the semi-honest mode set SecAggConfig(threat_model="
+                    "'semi-honest')"
+                )
+            if trust_store.public_key(client_id) != identity.public:
+                raise ValueError(
+                    f"the trust store does not list this identity key for client {client_id}"
+                )
         self.config = config
         self.client_id = client_id
         self._random = random_source if random_source is not None else KeystreamRandom()
+        self._identity = identity if config.malicious else None
+        self._trust_store = trust_store if config.malicious else None
         self._state = ClientState.INITIAL
         self._abort_reason: str | None = None
         self._input: RingArray | None = None
@@ -154,13 +226,19 @@ class Client:
         # Secrets and per-session state, filled in as the phases go.
         self._encryption_keys: KeyPair | None = None
         self._mask_keys: KeyPair | None = None
+        self._round_secret = b""
         self._self_mask_seed = b""
         self._session_id = b""
+        self._directory_ids: tuple[int, ...] = ()
         self._neighbors: tuple[int, ...] = ()
         self._neighbor_keys: dict[int, ClientKeys] = {}
-        self._share_keys: dict[int, bytes] = {}
+        self._receive_keys: dict[int, bytes] = {}
+        self._senders: tuple[int, ...] = ()
+        self._complaints: tuple[int, ...] = ()
+        self._pairwise_keys: dict[int, bytes] = {}
         self._held_seed_shares: dict[int, bytes] = {}
         self._held_key_shares: dict[int, bytes] = {}
+        self._survivor_view: tuple[int, ...] = ()
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -184,6 +262,11 @@ class Client:
         """This client's neighbours in the communication graph (after the key directory)."""
         return self._neighbors
 
+    @property
+    def complaints(self) -> tuple[int, ...]:
+        """Neighbours whose share ciphertext did not authenticate (after the masked input)."""
+        return self._complaints
+
     def set_input(self, input_vector: ArrayLike) -> None:
         """Set the vector to sum (integers in [-M/2, M), length ``config.dimension``).
 
@@ -195,6 +278,7 @@ class Client:
             On a non-integer vector, a wrong length or values out of range.
         """
         if self._state in (
+            ClientState.AWAITING_CONSISTENCY_REQUEST,
             ClientState.AWAITING_UNMASK_REQUEST,
             ClientState.COMPLETED,
             ClientState.ABORTED,
@@ -209,7 +293,10 @@ class Client:
         self._input = vector
 
     def start(self) -> list[Message]:
-        """Begin the round: generate both key pairs and advertise their public halves.
+        """Begin the round: draw the round's secrets and advertise the two public keys.
+
+        In the malicious mode the advertisement is signed with the identity key, bound to the
+        round (config digest), the id and both keys.
 
         Raises
         ------
@@ -219,17 +306,19 @@ class Client:
         if self._state is not ClientState.INITIAL:
             self._raise_if_aborted()
             raise self._fail(LocalProtocolError(f"start() called in state {self._state.name}"))
+        # Every later secret of the round derives from these draws, so a restored client that
+        # handles the same directory again re-sends identical bytes.
+        self._round_secret = self._random.random_bytes(KEY_BYTES)
         self._encryption_keys = KeyPair.generate(self._random)
         self._mask_keys = KeyPair.generate(self._random)
         self._state = ClientState.AWAITING_KEY_DIRECTORY
-        return [
-            AdvertiseKeys(
-                self.config.digest,
-                self.client_id,
-                self._encryption_keys.public,
-                self._mask_keys.public,
+        encryption, mask = self._encryption_keys.public, self._mask_keys.public
+        signature = b""
+        if self._identity is not None:
+            signature = self._identity.sign(
+                advertisement_message(self.config.digest, self.client_id, encryption, mask)
             )
-        ]
+        return [AdvertiseKeys(self.config.digest, self.client_id, encryption, mask, signature)]
 
     def receive(self, message: Message) -> list[Message]:
         """Process one message from the server; return the messages to send back.
@@ -262,7 +351,9 @@ class Client:
 
         Examples
         --------
-        >>> client = Client(SecAggConfig(dimension=2, threshold=1), 1, input_vector=[0, 0])
+        >>> cfg = SecAggConfig(dimension=2, threshold=1, round_nonce=bytes(16),
+        ...                    threat_model="semi-honest")
+        >>> client = Client(cfg, 1, input_vector=[0, 0])
         >>> client.start() and None
         >>> client.receive_bytes(b"garbage")
         Traceback (most recent call last):
@@ -278,15 +369,17 @@ class Client:
             raise self._fail(exc) from None
         return [encode_message(reply) for reply in self.receive(message)]
 
-    # -- internals ----------------------------------------------------------------------------
+    # -- snapshots ----------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
         """The client's whole state between two calls, as bytes.
 
         For transports whose client side is not one long-lived process (Flower re-runs its
-        ClientApp for every message and keeps only the node's ``Context``). The random source is
-        not saved: a client draws randomness only inside one call. The bytes hold the client's
-        secret keys and self-mask seed: they must never leave the client's node.
+        ClientApp for every message and keeps only the node's ``Context``). Neither the random
+        source nor the identity key is saved (pass them to :meth:`restore`). The bytes hold the
+        round's secret keys and seeds: they must never leave the client's node, and must never
+        be rolled back (a client restored from a stale snapshot after it handled a key
+        directory could be led through a second directory with the same keys).
 
         Returns
         -------
@@ -295,30 +388,67 @@ class Client:
 
         Examples
         --------
-        >>> from secagg import SecAggConfig
-        >>> client = Client(SecAggConfig(dimension=2, threshold=2), 1, input_vector=[1, 2])
+        >>> cfg = SecAggConfig(dimension=2, threshold=2, round_nonce=bytes(16),
+        ...                    threat_model="semi-honest")
+        >>> client = Client(cfg, 1, input_vector=[1, 2])
         >>> _ = client.start()
         >>> Client.restore(client.snapshot()).state
         <ClientState.AWAITING_KEY_DIRECTORY: 'awaiting_key_directory'>
         """
-        ring_input = b"" if self._input is None else self._input.astype("<u8").tobytes()
-        fields = [
-            self.config.to_bytes(),
-            (self._abort_reason or "").encode(),
-            b"" if self._encryption_keys is None else self._encryption_keys.private,
-            b"" if self._mask_keys is None else self._mask_keys.private,
-            self._self_mask_seed,
-            self._session_id,
-            b"".join(_U32.pack(v) for v in self._neighbors),
-            _encode_map({v: keys[0] + keys[1] for v, keys in self._neighbor_keys.items()}),
-            _encode_map(self._share_keys),
-            _encode_map(self._held_seed_shares),
-            _encode_map(self._held_key_shares),
-            ring_input,
-        ]
+        values = {
+            "config": self.config.to_bytes(),
+            "abort_reason": (self._abort_reason or "").encode(),
+            "encryption_key": b"" if self._encryption_keys is None
+            else self._encryption_keys.private,
+            "mask_key": b"" if self._mask_keys is None else self._mask_keys.private,
+            "round_secret": self._round_secret,
+            "self_mask_seed": self._self_mask_seed,
+            "session_id": self._session_id,
+            "directory_ids": _encode_ids(self._directory_ids),
+            "neighbors": _encode_ids(self._neighbors),
+            "neighbor_keys": _encode_map(
+                {v: keys[0] + keys[1] for v, keys in self._neighbor_keys.items()}
+            ),
+            "receive_keys": _encode_map(self._receive_keys),
+            "senders": _encode_ids(self._senders),
+            "complaints": _encode_ids(self._complaints),
+            "pairwise_keys": _encode_map(self._pairwise_keys),
+            "held_seed_shares": _encode_map(self._held_seed_shares),
+            "held_key_shares": _encode_map(self._held_key_shares),
+            "survivor_view": _encode_ids(self._survivor_view),
+            "input": b"" if self._input is None else self._input.astype("<u8").tobytes(),
+        }
         states = tuple(ClientState)
         head = _SNAPSHOT_HEADER.pack(_SNAPSHOT_VERSION, states.index(self._state), self.client_id)
-        return head + b"".join(_U32.pack(len(f)) + f for f in fields)
+        return head + b"".join(
+            _U32.pack(len(values[name])) + values[name] for name in _SNAPSHOT_FIELDS
+        )
+
+    @staticmethod
+    def snapshot_config(data: bytes) -> SecAggConfig:
+        """The round config a snapshot holds, read without restoring the client (to find out,
+        for example, whether its restore needs an identity).
+
+        Raises
+        ------
+        ValueError
+            If the bytes do not start like a snapshot of this version.
+
+        Examples
+        --------
+        >>> from secagg.identity import generate_identities
+        >>> cfg = SecAggConfig(dimension=2, threshold=1, round_nonce=bytes(16))
+        >>> keys, store = generate_identities([1], seed=0)
+        >>> client = Client(cfg, 1, identity=keys[1], trust_store=store)
+        >>> Client.snapshot_config(client.snapshot()) == cfg
+        True
+        """
+        data = bytes(data)
+        offset = _SNAPSHOT_HEADER.size
+        if len(data) < offset + 4 or data[0] != _SNAPSHOT_VERSION:
+            raise ValueError("corrupt client snapshot: truncated")
+        (size,) = _U32.unpack_from(data, offset)
+        return SecAggConfig.from_bytes(data[offset + 4 : offset + 4 + size])
 
     @classmethod
     def restore(
@@ -326,6 +456,8 @@ class Client:
         data: bytes,
         *,
         random_factory: Callable[[SecAggConfig, int], RandomSource] | None = None,
+        identity: IdentityKey | None = None,
+        trust_store: TrustStore | None = None,
     ) -> Client:
         """The client that :meth:`snapshot` saved, ready for its next call.
 
@@ -336,16 +468,21 @@ class Client:
         random_factory
             ``random_factory(config, client_id)`` gives the restored client's random source;
             ``None``: fresh operating-system randomness.
+        identity, trust_store
+            As for the constructor (required in the malicious mode).
 
         Raises
         ------
         ValueError
             If the bytes are not a well-formed snapshot of this version.
+        TypeError
+            If a malicious-mode snapshot is restored without an identity and trust store.
 
         Examples
         --------
-        >>> from secagg import SecAggConfig
-        >>> Client.restore(Client(SecAggConfig(dimension=2, threshold=2), 2).snapshot()).client_id
+        >>> cfg = SecAggConfig(dimension=2, threshold=2, round_nonce=bytes(16),
+        ...                    threat_model="semi-honest")
+        >>> Client.restore(Client(cfg, 2).snapshot()).client_id
         2
         >>> Client.restore(b"junk")
         Traceback (most recent call last):
@@ -367,55 +504,77 @@ class Client:
                 (size,) = _U32.unpack_from(data, offset)
                 fields.append(data[offset + 4 : offset + 4 + size])
                 offset += 4 + size
-            if len(fields) != _SNAPSHOT_FIELDS or offset != len(data):
+            if len(fields) != len(_SNAPSHOT_FIELDS) or offset != len(data):
                 raise ValueError("corrupt client snapshot: truncated")
-            (config_bytes, reason, enc, mask, seed, session, neighbors, neighbor_keys, share_keys,
-             seed_shares, key_shares, ring_input) = fields  # fmt: skip
+            f = dict(zip(_SNAPSHOT_FIELDS, fields, strict=True))
             if (
-                len(neighbors) % 4
-                or len(ring_input) % 8
-                or len(seed) not in (0, KEY_BYTES)
-                or len(session) not in (0, _SESSION_BYTES)
+                len(f["input"]) % 8
+                or len(f["round_secret"]) not in (0, KEY_BYTES)
+                or len(f["self_mask_seed"]) not in (0, KEY_BYTES)
+                or len(f["session_id"]) not in (0, _SESSION_BYTES)
             ):
                 raise ValueError("corrupt client snapshot: bad field length")
-            config = SecAggConfig.from_bytes(config_bytes)
+            config = SecAggConfig.from_bytes(f["config"])
             random_source = None if random_factory is None else random_factory(config, client_id)
-            client = cls(config, client_id, random_source=random_source)
+            client = cls(
+                config,
+                client_id,
+                random_source=random_source,
+                identity=identity,
+                trust_store=trust_store,
+            )
             client._state = states[state_index]
-            client._abort_reason = reason.decode() or None
+            client._abort_reason = f["abort_reason"].decode() or None
+            enc, mask = f["encryption_key"], f["mask_key"]
             client._encryption_keys = KeyPair.from_private_bytes(enc) if enc else None
             client._mask_keys = KeyPair.from_private_bytes(mask) if mask else None
-            client._self_mask_seed = seed
-            client._session_id = session
-            client._neighbors = tuple(int(v) for v in np.frombuffer(neighbors, dtype="<u4"))
-            keys_of = _decode_map(neighbor_keys, 2 * KEY_BYTES)
+            client._round_secret = f["round_secret"]
+            client._self_mask_seed = f["self_mask_seed"]
+            client._session_id = f["session_id"]
+            client._directory_ids = _decode_ids(f["directory_ids"])
+            client._neighbors = _decode_ids(f["neighbors"])
+            keys_of = _decode_map(f["neighbor_keys"], 2 * KEY_BYTES)
             client._neighbor_keys = {
                 v: ClientKeys(keys[:KEY_BYTES], keys[KEY_BYTES:]) for v, keys in keys_of.items()
             }
-            client._share_keys = _decode_map(share_keys, _SESSION_BYTES)
-            client._held_seed_shares = _decode_map(seed_shares, SHARE_BYTES)
-            client._held_key_shares = _decode_map(key_shares, SHARE_BYTES)
-            if ring_input:
-                client._input = config.ring.reduce(np.frombuffer(ring_input, dtype="<u8"))
+            client._receive_keys = _decode_map(f["receive_keys"], _SESSION_BYTES)
+            client._senders = _decode_ids(f["senders"])
+            client._complaints = _decode_ids(f["complaints"])
+            client._pairwise_keys = _decode_map(f["pairwise_keys"], MASK_KEY_BYTES)
+            client._held_seed_shares = _decode_map(f["held_seed_shares"], SHARE_BYTES)
+            client._held_key_shares = _decode_map(f["held_key_shares"], SHARE_BYTES)
+            client._survivor_view = _decode_ids(f["survivor_view"])
+            if f["input"]:
+                client._input = config.ring.reduce(np.frombuffer(f["input"], dtype="<u8"))
         except struct.error:
             raise ValueError("corrupt client snapshot: truncated") from None
-        except (UnicodeDecodeError, ProtocolError, TypeError) as error:
+        except (UnicodeDecodeError, ProtocolError) as error:
+            raise ValueError(f"corrupt client snapshot: {error}") from None
+        except TypeError as error:
+            if "malicious mode needs" in str(error):
+                raise
             raise ValueError(f"corrupt client snapshot: {error}") from None
         return client
+
+    # -- internals ----------------------------------------------------------------------------
 
     def _raise_if_aborted(self) -> None:
         if self._state is ClientState.ABORTED:
             raise LocalProtocolError(f"client {self.client_id} aborted: {self._abort_reason}")
 
+    def _forget_secrets(self) -> None:
+        self._encryption_keys = self._mask_keys = None
+        self._round_secret = self._self_mask_seed = b""
+        self._input = None
+        self._receive_keys.clear()
+        self._pairwise_keys.clear()
+        self._held_seed_shares.clear()
+        self._held_key_shares.clear()
+
     def _fail(self, exc: ProtocolError) -> ProtocolError:
         self._state = ClientState.ABORTED
         self._abort_reason = str(exc)
-        # Forget every secret: nothing more will be sent.
-        self._encryption_keys = self._mask_keys = None
-        self._self_mask_seed = b""
-        self._input = None
-        self._held_seed_shares.clear()
-        self._held_key_shares.clear()
+        self._forget_secrets()  # nothing more will be sent
         logger.info("client %d aborted: %s", self.client_id, exc)
         return exc
 
@@ -427,6 +586,24 @@ class Client:
                 f"message addressed to client {message.peer}", peer_id=SERVER_ID
             )
 
+    def _check_directory(self, message: KeyDirectory, ids: tuple[int, ...]) -> None:
+        """Malicious mode: every id is a known client and no public key appears twice."""
+        store = self._trust_store
+        assert store is not None
+        if not message.signed:
+            raise RemoteProtocolError("the key directory carries no signatures", peer_id=SERVER_ID)
+        unknown = [u for u in ids if u not in store]
+        if unknown:
+            raise RemoteProtocolError(
+                f"the key directory lists ids outside the trust store: {unknown[:5]}",
+                peer_id=SERVER_ID,
+            )
+        public = [key for keys in message.keys().values() for key in keys[:2]]
+        if len(set(public)) != len(public):
+            raise RemoteProtocolError(
+                "the key directory lists one public key twice", peer_id=SERVER_ID
+            )
+
     def _on_key_directory(self, message: Message) -> list[Message]:
         assert isinstance(message, KeyDirectory)
         self._check_envelope(message, self.config.digest)
@@ -435,53 +612,78 @@ class Client:
             mine = message.lookup([self.client_id])[self.client_id]
         except KeyError:
             mine = None
-        if mine != (self._encryption_keys.public, self._mask_keys.public):
+        if mine is None or mine[:2] != (self._encryption_keys.public, self._mask_keys.public):
             raise RemoteProtocolError(
                 "the key directory does not list this client's keys", peer_id=SERVER_ID
             )
+        ids = tuple(message.ids_array().tolist())
+        threshold = self.config.threshold
+        if len(ids) < threshold + 1:
+            raise TooFewSurvivorsError(
+                f"the key directory lists {len(ids)} clients; threshold t={threshold} needs "
+                f"at least {threshold + 1}"
+            )
+        if self.config.malicious:
+            self._check_directory(message, ids)
+            quorum = self.config.consistency_quorum(len(ids))
+            if quorum > len(ids):
+                raise TooFewSurvivorsError(
+                    f"{len(ids)} clients cannot give the {quorum} consistency signatures the "
+                    f"malicious mode needs (c={self.config.max_colluding} colluding)"
+                )
         self._session_id = session_id(self.config.digest, message.entries)
         graph = build_graph(message.ids_array(), self.config.neighbors, self._session_id)
         neighbors = graph.neighbors(self.client_id)
-        threshold = self.config.threshold
         if len(neighbors) < threshold:
             raise TooFewSurvivorsError(
                 f"client {self.client_id} has {len(neighbors)} neighbours; threshold "
                 f"t={threshold} needs at least t"
             )
         directory = message.lookup(neighbors)
+        if self._trust_store is not None:
+            # Each client checks its neighbours' advertisements (Bonawitz et al. 2017, round 1
+            # of the active protocol; neighbours only in SecAgg+, as in Bell et al. 2020).
+            digest = self.config.digest
+            for v in neighbors:
+                entry = directory[v]
+                signed = advertisement_message(digest, v, entry.encryption_key, entry.mask_key)
+                if not self._trust_store.verify(v, signed, entry.signature):
+                    raise RemoteProtocolError(
+                        f"the key directory entry of client {v} is not signed by its identity",
+                        peer_id=SERVER_ID,
+                    )
+        self._directory_ids = ids
         self._neighbors = neighbors
-        self._neighbor_keys = {v: directory[v] for v in neighbors}
-        self._share_keys = {
-            v: share_encryption_key(
-                self._encryption_keys.agree(directory[v].encryption_key, peer_id=v),
-                session_id=self._session_id,
-            )
-            for v in neighbors
-        }
-        self._self_mask_seed = self._random.random_bytes(KEY_BYTES)
+        self._neighbor_keys = {v: ClientKeys(*directory[v][:2]) for v in neighbors}
+        derived = KeystreamRandom(self._round_secret, label=_ROUND_LABEL + self._session_id)
+        self._self_mask_seed = derived.random_bytes(KEY_BYTES)
         secrets = np.concatenate(
             [
                 shamir.split_secret(self._self_mask_seed),
                 shamir.split_secret(self._mask_keys.private),
             ]
         )
-        shares = shamir.share(secrets, neighbors, threshold, self._random)
-        ciphertexts = tuple(
-            (
-                v,
-                encrypt_shares(
-                    self._share_keys[v],
-                    encode_share(shares[i]),
-                    session_id=self._session_id,
-                    sender=self.client_id,
-                    recipient=v,
-                ),
+        shares = shamir.share(secrets, neighbors, threshold, derived)
+        ciphertexts = []
+        for i, v in enumerate(neighbors):
+            shared = self._encryption_keys.agree(directory[v].encryption_key, peer_id=v)
+            send_key = share_encryption_key(
+                shared, session_id=self._session_id, sender=self.client_id, recipient=v
             )
-            for i, v in enumerate(neighbors)
-        )
+            self._receive_keys[v] = share_encryption_key(
+                shared, session_id=self._session_id, sender=v, recipient=self.client_id
+            )
+            ciphertext = encrypt_shares(
+                send_key,
+                encode_share(shares[i]),
+                session_id=self._session_id,
+                sender=self.client_id,
+                recipient=v,
+            )
+            ciphertexts.append((v, ciphertext))
         self._state = ClientState.AWAITING_SHARES
         commitment = seed_commitment(self._session_id, self.client_id, self._self_mask_seed)
-        return [EncryptedShares(self._session_id, self.client_id, commitment, ciphertexts)]
+        return [EncryptedShares(self._session_id, self.client_id, commitment, tuple(ciphertexts))]
 
     def _on_forwarded_shares(self, message: Message) -> list[Message]:
         assert isinstance(message, ForwardedShares)
@@ -504,16 +706,24 @@ class Client:
                 f"client {self.client_id} has no input: call set_input() before the "
                 "masked-input phase"
             )
+        complaints = []
         for v, ciphertext in message.ciphertexts:
-            plaintext = decrypt_shares(
-                self._share_keys[v],
-                ciphertext,
-                session_id=self._session_id,
-                sender=v,
-                recipient=self.client_id,
-            )
+            try:
+                plaintext = decrypt_shares(
+                    self._receive_keys[v],
+                    ciphertext,
+                    session_id=self._session_id,
+                    sender=v,
+                    recipient=self.client_id,
+                )
+            except RemoteProtocolError:
+                plaintext = b""
             if len(plaintext) != SHARE_PLAINTEXT_BYTES:
-                raise RemoteProtocolError("share plaintext has the wrong length", peer_id=v)
+                # Not an abort: the sender (or the relay) is at fault; this client still masks
+                # with v and just holds none of v's shares.
+                complaints.append(v)
+                logger.info("client %d: shares from %d do not authenticate", self.client_id, v)
+                continue
             self._held_seed_shares[v] = plaintext[:SHARE_BYTES]
             self._held_key_shares[v] = plaintext[SHARE_BYTES:]
         assert self._mask_keys is not None
@@ -539,16 +749,71 @@ class Client:
                 second=v,
                 vector_name=name,
             )
+            self._pairwise_keys[v] = key
             # y_u gets +PRG(s_uv) for v > u and −PRG(s_uv) for v < u (Bonawitz et al., §3).
             (minus if v < self.client_id else plus).append(key)
         add_masks(masked, ring, add=plus, subtract=minus)
         ring.normalize(masked)
-        self._state = ClientState.AWAITING_UNMASK_REQUEST
-        return [MaskedInput(self._session_id, self.client_id, self.config.modulus_bits, masked)]
+        self._senders = tuple(sorted(senders))
+        self._complaints = tuple(sorted(complaints))
+        self._neighbor_keys.clear()
+        self._receive_keys.clear()
+        self._state = (
+            ClientState.AWAITING_CONSISTENCY_REQUEST
+            if self.config.malicious
+            else ClientState.AWAITING_UNMASK_REQUEST
+        )
+        return [
+            MaskedInput(
+                self._session_id,
+                self.client_id,
+                self.config.modulus_bits,
+                masked,
+                self._complaints,
+            )
+        ]
 
-    def _on_unmask_request(self, message: Message) -> list[Message]:
-        assert isinstance(message, UnmaskRequest)
+    def _on_consistency_request(self, message: Message) -> list[Message]:
+        assert isinstance(message, ConsistencyRequest)
         self._check_envelope(message, self._session_id)
+        view = message.survivors
+        if list(view) != sorted(set(view)):
+            raise RemoteProtocolError(
+                "the survivor set is not strictly increasing", peer_id=SERVER_ID
+            )
+        if self.client_id not in view:
+            raise RemoteProtocolError(
+                "this client is not in the survivor set it is asked to sign", peer_id=SERVER_ID
+            )
+        directory = set(self._directory_ids)
+        if not directory.issuperset(view):
+            raise RemoteProtocolError(
+                "the survivor set names clients outside the key directory", peer_id=SERVER_ID
+            )
+        quorum = self.config.consistency_quorum(len(self._directory_ids))
+        if len(view) < quorum:
+            raise TooFewSurvivorsError(
+                f"{len(view)} survivors cannot give the {quorum} consistency signatures needed"
+            )
+        members = set(view)
+        surviving = [v for v in self._neighbors if v in members]
+        if not set(self._senders).issuperset(surviving):
+            raise RemoteProtocolError(
+                "the survivor set names neighbours that never shared keys with this client",
+                peer_id=SERVER_ID,
+            )
+        if len(surviving) < self.config.threshold:
+            raise TooFewSurvivorsError(
+                f"only {len(surviving)} neighbours of client {self.client_id} survived; "
+                f"threshold t={self.config.threshold}"
+            )
+        assert self._identity is not None
+        self._survivor_view = tuple(view)
+        signature = self._identity.sign(consistency_message(self._session_id, view))
+        self._state = ClientState.AWAITING_UNMASK_REQUEST
+        return [ConsistencySignature(self._session_id, self.client_id, signature)]
+
+    def _check_unmask_lists(self, message: UnmaskRequest) -> None:
         survivors, dropped = message.survivors, message.dropped
         if self.client_id in dropped:
             raise RemoteProtocolError("this client is listed as dropped", peer_id=SERVER_ID)
@@ -560,7 +825,7 @@ class Client:
             raise RemoteProtocolError(
                 f"asked for both shares of clients {sorted(both)}", peer_id=SERVER_ID
             )
-        unknown = (set(survivors) | set(dropped)) - set(self._held_seed_shares)
+        unknown = (set(survivors) | set(dropped)) - set(self._senders)
         if unknown:
             raise RemoteProtocolError(
                 f"unmask request names unknown clients {sorted(unknown)}", peer_id=SERVER_ID
@@ -570,16 +835,52 @@ class Client:
                 f"only {len(survivors)} neighbours of client {self.client_id} survived; "
                 f"threshold t={self.config.threshold}"
             )
+        if not self.config.malicious:
+            return
+        # Malicious mode: the lists must be exactly what the signed survivor set implies ...
+        members = set(self._survivor_view)
+        expected_survivors = tuple(v for v in self._senders if v in members)
+        expected_dropped = tuple(v for v in self._senders if v not in members)
+        if survivors != expected_survivors or dropped != expected_dropped:
+            raise RemoteProtocolError(
+                "the unmask request disagrees with the survivor set this client signed",
+                peer_id=SERVER_ID,
+            )
+        # ... and a quorum of clients must have signed that same set (Bonawitz et al. 2017,
+        # round 4 of the active protocol; quorum form: secagg/malicious_security.md).
+        quorum = self.config.consistency_quorum(len(self._directory_ids))
+        signed = consistency_message(self._session_id, self._survivor_view)
+        store = self._trust_store
+        assert store is not None
+        valid: set[int] = set()
+        for signer, signature in message.signatures:
+            if len(valid) >= quorum:
+                break
+            if signer in members and signer not in valid and store.verify(
+                signer, signed, signature
+            ):
+                valid.add(signer)
+        if len(valid) < quorum:
+            raise RemoteProtocolError(
+                f"only {len(valid)} valid consistency signatures over this client's survivor "
+                f"set; the quorum is {quorum}",
+                peer_id=SERVER_ID,
+            )
+
+    def _on_unmask_request(self, message: Message) -> list[Message]:
+        assert isinstance(message, UnmaskRequest)
+        self._check_envelope(message, self._session_id)
+        self._check_unmask_lists(message)
+        survivors, dropped = message.survivors, message.dropped
         response = UnmaskResponse(
             self._session_id,
             self.client_id,
-            tuple((v, self._held_seed_shares[v]) for v in survivors),
-            tuple((v, self._held_key_shares[v]) for v in dropped),
+            tuple((v, self._held_seed_shares[v]) for v in survivors if v in self._held_seed_shares),
+            tuple((v, self._held_key_shares[v]) for v in dropped if v in self._held_key_shares),
+            self._self_mask_seed,
+            tuple((v, self._pairwise_keys[v]) for v in dropped),
         )
-        self._held_seed_shares.clear()
-        self._held_key_shares.clear()
-        self._encryption_keys = self._mask_keys = None
-        self._self_mask_seed = b""
+        self._forget_secrets()
         self._state = ClientState.COMPLETED
         return [response]
 
@@ -589,5 +890,6 @@ _Handler = Callable[[Client, Message], list[Message]]
 _TRANSITIONS: dict[tuple[ClientState, type], _Handler] = {
     (ClientState.AWAITING_KEY_DIRECTORY, KeyDirectory): Client._on_key_directory,
     (ClientState.AWAITING_SHARES, ForwardedShares): Client._on_forwarded_shares,
+    (ClientState.AWAITING_CONSISTENCY_REQUEST, ConsistencyRequest): Client._on_consistency_request,
     (ClientState.AWAITING_UNMASK_REQUEST, UnmaskRequest): Client._on_unmask_request,
 }

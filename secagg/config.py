@@ -1,18 +1,64 @@
-"""The public parameters of one secure-sum round, agreed by server and clients."""
+"""The public parameters of one secure-sum round, agreed by server and clients, and the names
+of its phases and threat models."""
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 
 from secagg.ring import Ring
 
-__all__ = ["SecAggConfig"]
+__all__ = ["PHASES", "Phase", "SecAggConfig", "ThreatModel"]
 
-_CONFIG_VERSION = 1
-_DIGEST_DOMAIN = b"secagg-dp/v1/config"
-_HEADER = struct.Struct("<BQBII")
+_CONFIG_VERSION = 2
+_DIGEST_DOMAIN = b"secagg-dp/v2/config"
+_HEADER = struct.Struct("<BQBIIBI")
+MIN_NONCE_BYTES = 16
+
+
+class ThreatModel(StrEnum):
+    """Who the protocol defends against (README, "Threat models").
+
+    ``MALICIOUS``: the server may deviate arbitrarily (substitute keys, show different clients
+    different views, replay, drop, forge) and collude with up to ``max_colluding`` clients; every
+    client holds a long-term identity key and a trust store (Bonawitz et al. 2017, the
+    active-adversary protocol). ``SEMI_HONEST``: the server follows the protocol but reads
+    everything it receives; no identities, one message round fewer (opt-in, for speed).
+    """
+
+    MALICIOUS = "malicious"
+    SEMI_HONEST = "semi-honest"
+
+
+class Phase(StrEnum):
+    """The phases of a round, in protocol order; their values name them everywhere (dropout
+    specifications, timings, the Flower record's ``stage``). ``CONSISTENCY_CHECK`` runs only in
+    the malicious mode."""
+
+    ADVERTISE_KEYS = "advertise_keys"
+    SHARE_KEYS = "share_keys"
+    MASKED_INPUT = "masked_input"
+    CONSISTENCY_CHECK = "consistency_check"
+    UNMASK = "unmask"
+
+    @classmethod
+    def of(cls, threat_model: ThreatModel) -> tuple[Phase, ...]:
+        """The phases a round under ``threat_model`` runs.
+
+        Examples
+        --------
+        >>> [p.value for p in Phase.of(ThreatModel.SEMI_HONEST)]
+        ['advertise_keys', 'share_keys', 'masked_input', 'unmask']
+        """
+        if threat_model is ThreatModel.MALICIOUS:
+            return tuple(cls)
+        return tuple(p for p in cls if p is not cls.CONSISTENCY_CHECK)
+
+
+PHASES: tuple[str, ...] = tuple(p.value for p in Phase)
+"""Every phase name in protocol order (``consistency_check`` only runs in the malicious mode)."""
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> int:
@@ -23,12 +69,26 @@ def _check_int(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+def _threat_model(value: object) -> ThreatModel:
+    if isinstance(value, ThreatModel):
+        return value
+    if isinstance(value, str):
+        try:
+            return ThreatModel(value)
+        except ValueError:
+            pass
+    raise ValueError(
+        f"threat_model must be 'malicious' or 'semi-honest'; got {value!r}"
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SecAggConfig:
     """Parameters of a secure-sum round; every party must hold the same ones.
 
-    The config is bound into every message: phase-0 messages carry its digest, later ones the
-    session id, which hashes the digest together with all advertised keys.
+    The config is bound into every message: phase-0 messages carry its digest (and, in the
+    malicious mode, a signature over it), later ones the session id, which hashes the digest
+    together with all advertised keys.
 
     Parameters
     ----------
@@ -37,24 +97,30 @@ class SecAggConfig:
     threshold
         t: Shamir threshold. A client's secrets are recoverable from any t of its neighbours,
         and the round needs every surviving client to keep ≥ t surviving neighbours.
+    round_nonce
+        16 to 64 bytes unique to this round (draw them with ``os.urandom(16)``), so messages
+        of one round can never be replayed into another with the same parameters.
     modulus_bits
         b, with M = 2^b, between 1 and 64.
     neighbors
         ``None`` for the complete graph (SecAgg); an even degree k for SecAgg+.
-    round_nonce
-        Bytes unique to this round (up to 64), so phase-0 messages cannot be replayed across
-        rounds. The in-memory runner sets a fresh one.
     vector_name
         Name of the summed vector (up to 64 bytes), mixed into every mask key.
+    threat_model
+        ``"malicious"`` (default) or ``"semi-honest"``; see :class:`ThreatModel`.
+    max_colluding
+        c: how many clients may collude with a malicious server. Default t − 1, the most the
+        threshold can defend. The consistency check needs ⌊(n + c)/2⌋ + 1 signatures from the
+        n clients of the key directory (:meth:`consistency_quorum`).
 
     Examples
     --------
-    >>> cfg = SecAggConfig(dimension=1000, threshold=3, neighbors=4)
-    >>> cfg.ring.modulus == 2**32
-    True
+    >>> cfg = SecAggConfig(dimension=1000, threshold=3, neighbors=4, round_nonce=bytes(16))
+    >>> cfg.ring.modulus == 2**32, cfg.threat_model.value, cfg.max_colluding
+    (True, 'malicious', 2)
     >>> SecAggConfig.from_bytes(cfg.to_bytes()) == cfg
     True
-    >>> SecAggConfig(dimension=10, threshold=5, neighbors=4)
+    >>> SecAggConfig(dimension=10, threshold=5, neighbors=4, round_nonce=bytes(16))
     Traceback (most recent call last):
     ...
     ValueError: threshold t=5 exceeds the number of neighbours k=4: need 1 ≤ t ≤ k
@@ -62,10 +128,13 @@ class SecAggConfig:
 
     dimension: int
     threshold: int
+    round_nonce: bytes
     modulus_bits: int = 32
     neighbors: int | None = None
-    round_nonce: bytes = b""
     vector_name: bytes = b""
+    threat_model: ThreatModel | str = ThreatModel.MALICIOUS
+    max_colluding: int | None = None
+    _digest: bytes = field(default=b"", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_int("dimension", self.dimension, 1, 2**40)
@@ -89,6 +158,46 @@ class SecAggConfig:
                 raise TypeError(f"{name} must be bytes; got {type(value).__name__}")
             if len(value) > 64:
                 raise ValueError(f"{name} holds at most 64 bytes; got {len(value)}")
+        if len(self.round_nonce) < MIN_NONCE_BYTES:
+            raise ValueError(
+                f"round_nonce needs at least {MIN_NONCE_BYTES} bytes unique to this round "
+                f"(os.urandom(16)); got {len(self.round_nonce)}"
+            )
+        object.__setattr__(self, "threat_model", _threat_model(self.threat_model))
+        if self.max_colluding is None:
+            object.__setattr__(self, "max_colluding", self.threshold - 1)
+        _check_int("max_colluding", self.max_colluding, 0, 2**31 - 2)
+        object.__setattr__(
+            self, "_digest", hashlib.sha256(_DIGEST_DOMAIN + self.to_bytes()).digest()
+        )
+
+    @property
+    def malicious(self) -> bool:
+        """Whether the round runs the malicious-server protocol."""
+        return self.threat_model is ThreatModel.MALICIOUS
+
+    @property
+    def phases(self) -> tuple[Phase, ...]:
+        """The phases this round runs."""
+        return Phase.of(ThreatModel(self.threat_model))
+
+    def consistency_quorum(self, num_advertised: int) -> int:
+        """Valid consistency signatures a client needs before it unmasks (malicious mode).
+
+        max(t, ⌊(n + c)/2⌋ + 1) for n clients in the key directory and c colluding: two sets
+        of that size share more than c members, so at least one honest client, who signs one
+        survivor set only — two different survivor sets can never both be certified (the
+        quorum form of Bonawitz et al.'s ≥ t consistency signatures; derivation in
+        ``secagg/malicious_security.md``).
+
+        Examples
+        --------
+        >>> SecAggConfig(dimension=1, threshold=8, neighbors=14, round_nonce=bytes(16),
+        ...              max_colluding=5).consistency_quorum(100)
+        53
+        """
+        colluding = int(self.max_colluding or 0)
+        return max(self.threshold, (num_advertised + colluding) // 2 + 1)
 
     @property
     def ring(self) -> Ring:
@@ -97,6 +206,7 @@ class SecAggConfig:
 
     def to_bytes(self) -> bytes:
         """Canonical encoding (also what the digest hashes)."""
+        threat = list(ThreatModel).index(ThreatModel(self.threat_model))
         return (
             _HEADER.pack(
                 _CONFIG_VERSION,
@@ -104,6 +214,8 @@ class SecAggConfig:
                 self.modulus_bits,
                 self.threshold,
                 0 if self.neighbors is None else self.neighbors,
+                threat,
+                int(self.max_colluding or 0),
             )
             + bytes([len(self.round_nonce)])
             + self.round_nonce
@@ -123,9 +235,13 @@ class SecAggConfig:
         data = bytes(data)
         if len(data) < _HEADER.size + 2:
             raise ValueError("truncated config")
-        version, dimension, bits, threshold, neighbors = _HEADER.unpack_from(data)
+        version, dimension, bits, threshold, neighbors, threat, colluding = _HEADER.unpack_from(
+            data
+        )
         if version != _CONFIG_VERSION:
             raise ValueError(f"unsupported config version {version}")
+        if threat >= len(ThreatModel):
+            raise ValueError(f"unknown threat model code {threat}")
         offset = _HEADER.size
         nonce_len = data[offset]
         nonce = data[offset + 1 : offset + 1 + nonce_len]
@@ -143,9 +259,11 @@ class SecAggConfig:
             neighbors=None if neighbors == 0 else neighbors,
             round_nonce=nonce,
             vector_name=name,
+            threat_model=list(ThreatModel)[threat],
+            max_colluding=colluding,
         )
 
     @property
     def digest(self) -> bytes:
         """SHA-256 of the canonical encoding: identifies the round before keys exist."""
-        return hashlib.sha256(_DIGEST_DOMAIN + self.to_bytes()).digest()
+        return self._digest

@@ -1,14 +1,17 @@
 """Key agreement (X25519 + HKDF-SHA256) and authenticated share encryption (AES-256-GCM).
 
 Each client owns two X25519 key pairs (Bonawitz et al. 2017, §4): ``c`` encrypts the Shamir shares
-it sends through the server, ``s`` agrees the pairwise mask seeds. Share encryption keys are
+it sends through the server, ``s`` agrees the pairwise mask seeds. Share encryption keys are one per
+direction:
 
-    K_uv = HKDF-SHA256(ikm = X25519(c_sk_u, c_pk_v), salt = session_id,
-                       info = "secagg-dp/v1/share-encryption")
+    K_{u→v} = HKDF-SHA256(ikm = X25519(c_sk_u, c_pk_v), salt = session_id,
+                          info = "secagg-dp/v2/share-encryption" ‖ u ‖ v)
 
-(symmetric in u and v). The GCM nonce is sender ‖ recipient ‖ 0⁴, unique per direction under a
-key that is unique per session and pair; the associated data binds the session id, the phase, the
-sender and the recipient, so a ciphertext cannot be replayed into another session, phase or pair.
+so a key is unique per (session, sender, recipient) and encrypts exactly one message, the sender's
+shares for that recipient; the GCM nonce is therefore fixed at zero. A client derives its shares
+deterministically from a per-round secret it keeps in its snapshot, so a retry after a restore
+re-sends the identical ciphertext — never a different plaintext under the same key and nonce. The
+associated data binds the session id, the phase, the sender and the recipient.
 """
 
 from __future__ import annotations
@@ -32,14 +35,48 @@ __all__ = [
     "decrypt_shares",
     "encrypt_shares",
     "generate_private_key",
+    "is_low_order",
     "public_key",
     "share_encryption_key",
 ]
 
 KEY_BYTES = 32
-_SHARE_INFO = b"secagg-dp/v1/share-encryption"
-_SHARE_AAD = b"secagg-dp/v1/shares"
+_SHARE_INFO = b"secagg-dp/v2/share-encryption"
+_SHARE_AAD = b"secagg-dp/v2/shares"
+_NONCE = bytes(12)
 SHARE_PHASE = 1  # the phase number bound into the associated data
+
+
+_P25519 = 2**255 - 19
+# u-coordinates of the points of order dividing 8 on Curve25519 and its twist: 0, 1, p − 1 and the
+# two of order 8 (the list libsodium blocks). X25519 with any of them yields the all-zero secret.
+_LOW_ORDER_U = frozenset(
+    {
+        0,
+        1,
+        _P25519 - 1,
+        325606250916557431795983626356110631294008115727848805560023387167927233504,
+        39382357235489614581723060781553021112529911719440698176882885853963445705823,
+    }
+)
+
+
+def is_low_order(public_key: bytes) -> bool:
+    """Whether an X25519 public key is a point of small order (or the encoding is malformed).
+
+    X25519 ignores the top bit and reduces the u-coordinate modulo p (RFC 7748 §5), so the
+    check does the same and compares against the five small-order u-coordinates — one big-int
+    comparison instead of a scalar multiplication.
+
+    Examples
+    --------
+    >>> is_low_order(bytes(32)), is_low_order(public_key(bytes(32)))
+    (True, False)
+    """
+    if not isinstance(public_key, bytes) or len(public_key) != 32:
+        return True
+    u = (int.from_bytes(public_key, "little") & ((1 << 255) - 1)) % _P25519
+    return u in _LOW_ORDER_U
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -132,23 +169,29 @@ def agree(
     return pair.agree(peer_public_key, peer_id=peer_id)
 
 
-def share_encryption_key(shared_secret: bytes, *, session_id: bytes) -> bytes:
-    """The AES-256-GCM key K_uv for shares exchanged between two clients in one session.
+def share_encryption_key(
+    shared_secret: bytes, *, session_id: bytes, sender: int, recipient: int
+) -> bytes:
+    """The AES-256-GCM key K_{sender→recipient} of one session: one key per direction.
 
     Examples
     --------
-    >>> len(share_encryption_key(bytes(32), session_id=bytes(32)))
-    32
+    >>> k = share_encryption_key(bytes(32), session_id=bytes(32), sender=1, recipient=2)
+    >>> len(k), k == share_encryption_key(bytes(32), session_id=bytes(32), sender=2, recipient=1)
+    (32, False)
     """
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=session_id, info=_SHARE_INFO).derive(
+    if sender == recipient:
+        raise ValueError(f"a share-encryption key needs two distinct ids; got {sender} twice")
+    info = _SHARE_INFO + struct.pack(">II", sender, recipient)
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=session_id, info=info).derive(
         shared_secret
     )
 
 
 def _nonce_and_aad(session_id: bytes, sender: int, recipient: int) -> tuple[bytes, bytes]:
-    nonce = struct.pack(">II", sender, recipient) + bytes(4)
+    # The key is unique per (session, sender, recipient) and encrypts one message: nonce 0.
     aad = _SHARE_AAD + session_id + struct.pack(">BII", SHARE_PHASE, sender, recipient)
-    return nonce, aad
+    return _NONCE, aad
 
 
 def encrypt_shares(

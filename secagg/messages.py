@@ -6,6 +6,8 @@ party, so adversarial messages can still be built and tested.
 
 Wire format (little-endian): ``version:u8 ‖ type:u8 ‖ session_id:32 ‖ peer:u32 ‖ body``, where
 peer is the sender of a client-to-server message and the recipient of a server-to-client one.
+Version 2 adds the malicious-mode fields (signatures, the consistency check) and the
+robustness fields (complaints, revealed seeds and pairwise keys).
 Masked vectors are bit-packed to ⌈log₂ M⌉ bits per entry. :func:`decode_message` raises only
 :class:`~secagg.errors.RemoteProtocolError` on any input, never ``IndexError``, ``struct.error``
 or ``KeyError``.
@@ -28,6 +30,8 @@ __all__ = [
     "PROTOCOL_VERSION",
     "AdvertiseKeys",
     "ClientKeys",
+    "ConsistencyRequest",
+    "ConsistencySignature",
     "EncryptedShares",
     "ForwardedShares",
     "KeyDirectory",
@@ -39,9 +43,12 @@ __all__ = [
     "decode_message",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 SESSION_ID_BYTES = 32
 PUBLIC_KEY_BYTES = 32
+SIGNATURE_BYTES = 64
+SEED_BYTES = 32
+MASK_KEY_BYTES = 16
 MAX_ID = 2**31 - 2  # ids are Shamir evaluation points below the prime 2^31 − 1
 _HEADER = struct.Struct("<BB32sI")
 _U8 = struct.Struct("<B")
@@ -49,10 +56,11 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _ENTRY = struct.Struct("<I32s32s")
+_SIGNED_ENTRY = struct.Struct("<I32s32s64s")
 
 
 class MessageType(IntEnum):
-    """Wire type codes, in protocol order."""
+    """Wire type codes (1–7 in protocol order; 8–9 the malicious mode's consistency check)."""
 
     ADVERTISE_KEYS = 1
     KEY_DIRECTORY = 2
@@ -61,6 +69,8 @@ class MessageType(IntEnum):
     MASKED_INPUT = 5
     UNMASK_REQUEST = 6
     UNMASK_RESPONSE = 7
+    CONSISTENCY_REQUEST = 8
+    CONSISTENCY_SIGNATURE = 9
 
 
 def _check_id(name: str, value: object) -> None:
@@ -84,6 +94,13 @@ def _check_id_list(name: str, values: object) -> None:
         raise ValueError(f"{name} is too long")
     for value in values:
         _check_id(f"{name} entry", value)
+
+
+def _check_optional(name: str, value: object, length: int) -> None:
+    _check_bytes(name, value)
+    assert isinstance(value, bytes)
+    if len(value) not in (0, length):
+        raise ValueError(f"{name} must be empty or {length} bytes; got {len(value)}")
 
 
 def _check_blobs(name: str, values: object) -> None:
@@ -111,23 +128,27 @@ def _encode_ids(values: tuple[int, ...]) -> bytes:
 
 
 class ClientKeys(NamedTuple):
-    """The two public keys one client advertised."""
+    """The two public keys one client advertised (and, in the malicious mode, its signature)."""
 
     encryption_key: bytes
     mask_key: bytes
+    signature: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
 class AdvertiseKeys:
     """Phase 0, client → server: the client's two X25519 public keys.
 
-    ``session_id`` is the config digest: the session id does not exist yet.
+    ``session_id`` is the config digest: the session id does not exist yet. In the malicious
+    mode ``signature`` is the client's Ed25519 signature over
+    :func:`secagg.identity.advertisement_message`; empty otherwise.
     """
 
     session_id: bytes
     sender: int
     encryption_key: bytes
     mask_key: bytes
+    signature: bytes = b""
 
     message_type = MessageType.ADVERTISE_KEYS
 
@@ -136,6 +157,7 @@ class AdvertiseKeys:
         _check_id("sender", self.sender)
         _check_bytes("encryption_key", self.encryption_key, PUBLIC_KEY_BYTES)
         _check_bytes("mask_key", self.mask_key, PUBLIC_KEY_BYTES)
+        _check_optional("signature", self.signature, SIGNATURE_BYTES)
 
     @property
     def peer(self) -> int:
@@ -143,16 +165,17 @@ class AdvertiseKeys:
         return self.sender
 
     def _body(self) -> bytes:
-        return self.encryption_key + self.mask_key
+        return self.encryption_key + self.mask_key + _U8.pack(len(self.signature)) + self.signature
 
 
 @dataclass(frozen=True, slots=True)
 class KeyDirectory:
     """Phase 0, server → client: every advertised key, sorted by client id.
 
-    ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32`` records, strictly
-    increasing in id; the session id is a hash of it, so all parties hash identical bytes.
-    ``session_id`` is the config digest.
+    ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32`` records (with
+    ``‖ signature:64`` when ``signed``, the malicious mode), strictly increasing in id; the
+    session id is a hash of it, so all parties hash identical bytes. ``session_id`` is the
+    config digest.
 
     Examples
     --------
@@ -165,6 +188,7 @@ class KeyDirectory:
     session_id: bytes
     recipient: int
     entries: bytes
+    signed: bool = False
 
     message_type = MessageType.KEY_DIRECTORY
 
@@ -172,19 +196,30 @@ class KeyDirectory:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("recipient", self.recipient)
         _check_bytes("entries", self.entries)
-        if len(self.entries) % _ENTRY.size:
-            raise ValueError(f"entries must be a multiple of {_ENTRY.size} bytes")
+        if not isinstance(self.signed, bool):
+            raise TypeError("signed must be a bool")
+        if len(self.entries) % self._record.size:
+            raise ValueError(f"entries must be a multiple of {self._record.size} bytes")
         ids = self.ids_array()
         if ids.size and (ids[0] < 1 or ids[-1] > MAX_ID or (np.diff(ids) <= 0).any()):
             raise ValueError("directory ids must be strictly increasing in [1, 2^31 − 2]")
 
+    @property
+    def _record(self) -> struct.Struct:
+        return _SIGNED_ENTRY if self.signed else _ENTRY
+
     @classmethod
-    def build(cls, session_id: bytes, recipient: int, keys: dict[int, ClientKeys]) -> KeyDirectory:
-        """A directory from a mapping id → keys (sorted here)."""
-        blob = b"".join(
-            _ENTRY.pack(u, keys[u].encryption_key, keys[u].mask_key) for u in sorted(keys)
-        )
-        return cls(session_id, recipient, blob)
+    def build(
+        cls, session_id: bytes, recipient: int, keys: dict[int, ClientKeys], *, signed: bool = False
+    ) -> KeyDirectory:
+        """A directory from a mapping id → keys (sorted here); ``signed`` keeps the signatures."""
+        if signed:
+            blob = b"".join(_SIGNED_ENTRY.pack(u, *keys[u]) for u in sorted(keys))
+        else:
+            blob = b"".join(
+                _ENTRY.pack(u, keys[u].encryption_key, keys[u].mask_key) for u in sorted(keys)
+            )
+        return cls(session_id, recipient, blob, signed)
 
     @property
     def peer(self) -> int:
@@ -193,15 +228,20 @@ class KeyDirectory:
 
     def ids_array(self) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
         """The listed client ids, ascending."""
-        records = np.frombuffer(self.entries, dtype=np.uint8).reshape(-1, _ENTRY.size)
+        size = self._record.size
+        records = np.frombuffer(self.entries, dtype=np.uint8).reshape(-1, size)
         return records[:, :4].copy().view("<u4").reshape(-1).astype(np.int64)
+
+    def _entry(self, index: int) -> ClientKeys:
+        fields = self._record.unpack_from(self.entries, index * self._record.size)
+        return ClientKeys(*fields[1:])
 
     def keys(self) -> dict[int, ClientKeys]:
         """The directory as a mapping id → keys."""
-        out: dict[int, ClientKeys] = {}
-        for u, c_pk, s_pk in _ENTRY.iter_unpack(self.entries):
-            out[u] = ClientKeys(c_pk, s_pk)
-        return out
+        return {
+            int(fields[0]): ClientKeys(*fields[1:])
+            for fields in self._record.iter_unpack(self.entries)
+        }
 
     def lookup(self, client_ids: Iterable[int]) -> dict[int, ClientKeys]:
         """The keys of the given clients only (binary search; no full parse).
@@ -217,12 +257,12 @@ class KeyDirectory:
             index = int(np.searchsorted(ids, u))
             if index >= ids.size or ids[index] != u:
                 raise KeyError(u)
-            _, c_pk, s_pk = _ENTRY.unpack_from(self.entries, index * _ENTRY.size)
-            out[u] = ClientKeys(c_pk, s_pk)
+            out[u] = self._entry(index)
         return out
 
     def _body(self) -> bytes:
-        return _U32.pack(len(self.entries) // _ENTRY.size) + self.entries
+        count = len(self.entries) // self._record.size
+        return _U8.pack(int(self.signed)) + _U32.pack(count) + self.entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,10 +327,14 @@ class ForwardedShares:
 class MaskedInput:
     """Phase 2, client → server: y_u = x_u + masks (mod M), bit-packed on the wire.
 
+    ``complaints`` lists the neighbours whose share ciphertext did not authenticate: the client
+    masked with them as usual but holds no share of their secrets (so the server knows whom to
+    blame and which shares not to expect).
+
     Examples
     --------
     >>> msg = MaskedInput(bytes(32), 1, 12, np.arange(8, dtype=np.uint32))
-    >>> len(encode_message(msg)) - 47  # 8 entries × 12 bits
+    >>> len(encode_message(msg)) - 51  # 8 entries × 12 bits
     12
     """
 
@@ -298,6 +342,7 @@ class MaskedInput:
     sender: int
     modulus_bits: int
     vector: RingArray = field(compare=False)
+    complaints: tuple[int, ...] = ()
 
     message_type = MessageType.MASKED_INPUT
 
@@ -309,6 +354,7 @@ class MaskedInput:
             raise TypeError("vector must be a numpy array")
         if self.vector.ndim != 1 or self.vector.dtype != ring.dtype:
             raise ValueError(f"vector must be a 1-D {ring.dtype} array")
+        _check_id_list("complaints", self.complaints)
 
     @property
     def peer(self) -> int:
@@ -317,21 +363,82 @@ class MaskedInput:
 
     def _body(self) -> bytes:
         ring = Ring(self.modulus_bits)
-        return _U8.pack(self.modulus_bits) + _U64.pack(self.vector.size) + ring.pack(self.vector)
+        return (
+            _U8.pack(self.modulus_bits)
+            + _encode_ids(self.complaints)
+            + _U64.pack(self.vector.size)
+            + ring.pack(self.vector)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencyRequest:
+    """Malicious mode, server → client: U3, every client whose masked input the server holds.
+
+    The client signs (session, U3) only if it is in U3 and U3 agrees with what it knows; two
+    honest clients shown different sets sign different messages, and no set gathers the quorum
+    of signatures twice (Bonawitz et al. 2017, the ConsistencyCheck round).
+    """
+
+    session_id: bytes
+    recipient: int
+    survivors: tuple[int, ...]
+
+    message_type = MessageType.CONSISTENCY_REQUEST
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("recipient", self.recipient)
+        _check_id_list("survivors", self.survivors)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is for."""
+        return self.recipient
+
+    def _body(self) -> bytes:
+        return _encode_ids(self.survivors)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsistencySignature:
+    """Malicious mode, client → server: the client's signature over (session, U3)."""
+
+    session_id: bytes
+    sender: int
+    signature: bytes
+
+    message_type = MessageType.CONSISTENCY_SIGNATURE
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("sender", self.sender)
+        _check_bytes("signature", self.signature, SIGNATURE_BYTES)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is from."""
+        return self.sender
+
+    def _body(self) -> bytes:
+        return self.signature
 
 
 @dataclass(frozen=True, slots=True)
 class UnmaskRequest:
-    """Phase 3, server → client: which of the recipient's neighbours survived or dropped.
+    """Last phase, server → client: which of the recipient's neighbours survived or dropped.
 
     The client answers with the self-mask-seed share of each survivor and the mask-key share of
-    each dropped neighbour — never both for one neighbour.
+    each dropped neighbour — never both for one neighbour. In the malicious mode ``signatures``
+    carries the consistency signatures (id, signature) over the U3 the client signed; the client
+    answers only if a quorum of them verifies.
     """
 
     session_id: bytes
     recipient: int
     survivors: tuple[int, ...]
     dropped: tuple[int, ...]
+    signatures: tuple[tuple[int, bytes], ...] = ()
 
     message_type = MessageType.UNMASK_REQUEST
 
@@ -340,6 +447,7 @@ class UnmaskRequest:
         _check_id("recipient", self.recipient)
         _check_id_list("survivors", self.survivors)
         _check_id_list("dropped", self.dropped)
+        _check_blobs("signatures", self.signatures)
 
     @property
     def peer(self) -> int:
@@ -347,21 +455,32 @@ class UnmaskRequest:
         return self.recipient
 
     def _body(self) -> bytes:
-        return _encode_ids(self.survivors) + _encode_ids(self.dropped)
+        return (
+            _encode_ids(self.survivors)
+            + _encode_ids(self.dropped)
+            + _encode_blobs(self.signatures)
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class UnmaskResponse:
-    """Phase 3, client → server: shares of survivors' self-mask seeds and dropped clients' keys.
+    """Last phase, client → server: what the server needs to remove the masks.
 
-    Each entry is (owner id, share bytes); a share is the little-endian ``u32`` field elements
-    of one secret's sub-secret shares.
+    ``self_mask_seed`` is the sender's own seed b_u (the server would reconstruct it from shares
+    anyway, as the sender survived; revealing it lets the server skip the reconstruction and
+    survive shares that were dealt wrong). ``seed_shares`` and ``key_shares`` are (owner id,
+    share bytes) for surviving and dropped neighbours — a share is the little-endian ``u32``
+    field elements of one secret's sub-secret shares — and ``pairwise_keys`` are (dropped
+    neighbour, 16-byte pairwise mask key) so the server can cancel those masks without the
+    dropped client's shares.
     """
 
     session_id: bytes
     sender: int
     seed_shares: tuple[tuple[int, bytes], ...]
     key_shares: tuple[tuple[int, bytes], ...]
+    self_mask_seed: bytes = b""
+    pairwise_keys: tuple[tuple[int, bytes], ...] = ()
 
     message_type = MessageType.UNMASK_RESPONSE
 
@@ -370,6 +489,8 @@ class UnmaskResponse:
         _check_id("sender", self.sender)
         _check_blobs("seed_shares", self.seed_shares)
         _check_blobs("key_shares", self.key_shares)
+        _check_optional("self_mask_seed", self.self_mask_seed, SEED_BYTES)
+        _check_blobs("pairwise_keys", self.pairwise_keys)
 
     @property
     def peer(self) -> int:
@@ -377,7 +498,13 @@ class UnmaskResponse:
         return self.sender
 
     def _body(self) -> bytes:
-        return _encode_blobs(self.seed_shares) + _encode_blobs(self.key_shares)
+        return (
+            _U8.pack(len(self.self_mask_seed))
+            + self.self_mask_seed
+            + _encode_blobs(self.seed_shares)
+            + _encode_blobs(self.key_shares)
+            + _encode_blobs(self.pairwise_keys)
+        )
 
 
 Message: TypeAlias = (
@@ -386,6 +513,8 @@ Message: TypeAlias = (
     | EncryptedShares
     | ForwardedShares
     | MaskedInput
+    | ConsistencyRequest
+    | ConsistencySignature
     | UnmaskRequest
     | UnmaskResponse
 )
@@ -395,6 +524,8 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     EncryptedShares,
     ForwardedShares,
     MaskedInput,
+    ConsistencyRequest,
+    ConsistencySignature,
     UnmaskRequest,
     UnmaskResponse,
 )
@@ -408,7 +539,7 @@ def encode_message(message: Message) -> bytes:
     >>> msg = AdvertiseKeys(bytes(32), 3, bytes(32), bytes(32))
     >>> data = encode_message(msg)
     >>> len(data), decode_message(data) == msg
-    (102, True)
+    (103, True)
     """
     header = _HEADER.pack(
         PROTOCOL_VERSION, int(message.message_type), message.session_id, message.peer
@@ -458,6 +589,12 @@ class _Reader:
         count = self.count(4)
         return tuple(np.frombuffer(self.take(4 * count), dtype="<u4").tolist())
 
+    def optional(self, length: int) -> bytes:
+        size = self.unpack(_U8)
+        if size not in (0, length):
+            raise self.fail(f"field of {size} bytes; expected 0 or {length}")
+        return self.take(size)
+
     def finish(self) -> None:
         if self.offset != len(self.data):
             raise self.fail(f"{len(self.data) - self.offset} trailing bytes")
@@ -505,10 +642,22 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
     try:
         message: Message
         if kind is MessageType.ADVERTISE_KEYS:
-            message = AdvertiseKeys(session_id, peer, reader.take(32), reader.take(32))
+            message = AdvertiseKeys(
+                session_id,
+                peer,
+                reader.take(32),
+                reader.take(32),
+                reader.optional(SIGNATURE_BYTES),
+            )
         elif kind is MessageType.KEY_DIRECTORY:
-            count = reader.count(_ENTRY.size)
-            message = KeyDirectory(session_id, peer, reader.take(count * _ENTRY.size))
+            signed = reader.unpack(_U8)
+            if signed not in (0, 1):
+                raise reader.fail(f"directory flag {signed}")
+            record = _SIGNED_ENTRY if signed else _ENTRY
+            count = reader.count(record.size)
+            message = KeyDirectory(
+                session_id, peer, reader.take(count * record.size), bool(signed)
+            )
         elif kind is MessageType.ENCRYPTED_SHARES:
             message = EncryptedShares(session_id, peer, reader.take(32), reader.blobs())
         elif kind is MessageType.FORWARDED_SHARES:
@@ -518,15 +667,23 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
             if not 1 <= bits <= 64:
                 raise reader.fail(f"modulus bits {bits} outside [1, 64]")
             ring = Ring(bits)
+            complaints = reader.ids()
             dimension = reader.unpack(_U64)
             if ring.packed_size(dimension) != len(data) - reader.offset:
                 raise reader.fail("vector length does not match its dimension")
             vector = ring.unpack(reader.take(ring.packed_size(dimension)), dimension)
-            message = MaskedInput(session_id, peer, bits, vector)
+            message = MaskedInput(session_id, peer, bits, vector, complaints)
+        elif kind is MessageType.CONSISTENCY_REQUEST:
+            message = ConsistencyRequest(session_id, peer, reader.ids())
+        elif kind is MessageType.CONSISTENCY_SIGNATURE:
+            message = ConsistencySignature(session_id, peer, reader.take(SIGNATURE_BYTES))
         elif kind is MessageType.UNMASK_REQUEST:
-            message = UnmaskRequest(session_id, peer, reader.ids(), reader.ids())
+            message = UnmaskRequest(session_id, peer, reader.ids(), reader.ids(), reader.blobs())
         else:
-            message = UnmaskResponse(session_id, peer, reader.blobs(), reader.blobs())
+            seed = reader.optional(SEED_BYTES)
+            message = UnmaskResponse(
+                session_id, peer, reader.blobs(), reader.blobs(), seed, reader.blobs()
+            )
         reader.finish()
     except (ValueError, TypeError) as exc:
         raise reader.fail(str(exc)) from None

@@ -17,25 +17,25 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from secagg.client import Client, ClientState
-from secagg.config import SecAggConfig
+from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
 from secagg.errors import ProtocolError, RemoteProtocolError
+from secagg.identity import generate_identities
 from secagg.messages import Message, decode_message, encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Ring, RingArray
-from secagg.server import Server, ServerState
+from secagg.server import Server
 
 __all__ = [
     "PHASES",
     "SecureSumResult",
     "default_threshold",
     "parse_dropouts",
+    "plain_outcome",
     "secure_sum",
     "summed_clients",
 ]
 
 logger = logging.getLogger(__name__)
-
-PHASES = ("advertise_keys", "share_keys", "masked_input", "unmask")
 
 ProgressCallback = Callable[[str, int, int], None]
 
@@ -54,6 +54,10 @@ class SecureSumResult:
         Indices of all other clients, ascending.
     modulus_bits, threshold, neighbors
         The round's parameters (``neighbors=None``: complete graph).
+    threat_model, max_colluding
+        The threat model the round ran under and its collusion bound c.
+    faults
+        What the server blamed on which client (index = client id − 1), one line each.
     seed
         The seed the round ran with (``None``: fresh randomness, not reproducible).
     client_seconds, server_seconds, transport_seconds
@@ -64,8 +68,8 @@ class SecureSumResult:
     Examples
     --------
     >>> result = secure_sum([[1, 2], [3, 4], [5, 6]], modulus_bits=8, seed=2)
-    >>> result.total.tolist(), result.upload_bytes["masked_input"]  # 3 × (47 + 2 bytes)
-    ([9, 12], 147)
+    >>> result.total.tolist(), result.upload_bytes["masked_input"]  # 3 × (51 + 2 bytes)
+    ([9, 12], 159)
     """
 
     total: RingArray
@@ -75,6 +79,9 @@ class SecureSumResult:
     threshold: int
     neighbors: int | None
     seed: int | None
+    threat_model: str = ThreatModel.MALICIOUS.value
+    max_colluding: int = 0
+    faults: tuple[str, ...] = ()
     client_seconds: dict[str, float] = field(default_factory=dict)
     server_seconds: dict[str, float] = field(default_factory=dict)
     transport_seconds: dict[str, float] = field(default_factory=dict)
@@ -96,15 +103,17 @@ def summed_clients(dropouts: Mapping[str, Iterable[int]] | None, num_clients: in
     """The clients whose inputs reach the total if the round completes.
 
     Everyone except those dropping before ``masked_input`` or earlier; a client dropping before
-    ``unmask`` has already sent its masked input, so its input counts. Plain (non-cryptographic)
-    simulations of a secure sum use this to include exactly the same clients.
+    ``consistency_check`` or ``unmask`` has already sent its masked input, so its input counts.
+    Plain (non-cryptographic) simulations of a secure sum use this to include exactly the same
+    clients.
 
     Examples
     --------
     >>> summed_clients({"share_keys": [2], "unmask": [0]}, 4)
     [0, 1, 3]
     """
-    gone = {i for i, phase in parse_dropouts(dropouts, num_clients).items() if phase != "unmask"}
+    late = {Phase.CONSISTENCY_CHECK.value, Phase.UNMASK.value}
+    gone = {i for i, phase in parse_dropouts(dropouts, num_clients).items() if phase not in late}
     return [i for i in range(num_clients) if i not in gone]
 
 
@@ -121,6 +130,84 @@ def default_threshold(num_clients: int, neighbors: int | None) -> int:
     """
     degree = num_clients - 1 if neighbors is None else min(neighbors, num_clients - 1)
     return max(1, min(degree // 2 + 1, degree))
+
+
+def plain_outcome(
+    num_clients: int,
+    dropouts: Mapping[str, Iterable[int]] | None,
+    *,
+    threshold: int | None = None,
+    neighbors: int | None = None,
+    threat_model: str = "malicious",
+    max_colluding: int | None = None,
+) -> tuple[bool, str]:
+    """Whether a round with these dropouts completes, decided without running it.
+
+    Plain (non-cryptographic) simulations of a secure sum use it to fail exactly when the
+    protocol would. The rule is the complete graph's (SecAgg+ additionally needs every
+    neighbourhood to keep t, which depends on the random graph; there the rule is an
+    approximation): at least t + 1 clients advertise and share keys; the self-mask seed of
+    every survivor comes from itself or t responding neighbours, and a dropped client's masks
+    from its surviving neighbours' revealed keys or t responders' shares; in the malicious mode
+    the masked-input and consistency phases also keep the quorum ⌊(n + c)/2⌋ + 1 of the n
+    advertisers (:meth:`secagg.SecAggConfig.consistency_quorum`).
+
+    Returns
+    -------
+    (bool, str)
+        Whether the round completes, and if not, why.
+
+    Examples
+    --------
+    >>> plain_outcome(6, {"masked_input": [0, 1]}, threshold=3)
+    (False, '4 survivors; the consistency quorum of 6 advertisers is 5')
+    >>> plain_outcome(6, {"masked_input": [0, 1]}, threshold=3, threat_model="semi-honest")
+    (True, '')
+    """
+    phase_of = parse_dropouts(dropouts, num_clients)
+    order = list(PHASES)
+
+    def staying(phase: str) -> set[int]:
+        """Clients that send their message of ``phase``."""
+        limit = order.index(phase)
+        return {
+            i for i in range(num_clients) if i not in phase_of or order.index(phase_of[i]) > limit
+        }
+
+    t = default_threshold(num_clients, neighbors) if threshold is None else threshold
+    malicious = threat_model == ThreatModel.MALICIOUS.value
+    advertised = staying(Phase.ADVERTISE_KEYS.value)
+    if len(advertised) < t + 1:
+        return False, f"{len(advertised)} advertised keys; t={t} needs {t + 1}"
+    colluding = t - 1 if max_colluding is None else max_colluding
+    quorum = max(t, (len(advertised) + colluding) // 2 + 1)
+    if malicious and quorum > len(advertised):
+        return False, f"the consistency quorum {quorum} exceeds the {len(advertised)} advertisers"
+    shared = advertised & staying(Phase.SHARE_KEYS.value)
+    if len(shared) < t + 1:
+        return False, f"{len(shared)} shared keys; t={t} needs {t + 1}"
+    survivors = shared & staying(Phase.MASKED_INPUT.value)
+    if not survivors:
+        return False, "no masked input"
+    if len(survivors) - 1 < t:
+        return False, f"{len(survivors)} survivors: fewer than t={t} surviving neighbours"
+    responders = survivors
+    if malicious:
+        signers = survivors & staying(Phase.CONSISTENCY_CHECK.value)
+        if len(survivors) < quorum or len(signers) < quorum:
+            count = min(len(survivors), len(signers))
+            return False, (
+                f"{count} survivors; the consistency quorum of {len(advertised)} advertisers is "
+                f"{quorum}"
+            )
+        responders = signers
+    responders = responders & staying(Phase.UNMASK.value)
+    for u in survivors:
+        if u not in responders and len(responders - {u}) < t:
+            return False, f"a survivor's seed needs t={t} responders; {len(responders)} responded"
+    if (shared - survivors) and (survivors - responders) and len(responders) < t:
+        return False, f"a dropped client's mask key needs t={t} responders"
+    return True, ""
 
 
 def parse_dropouts(
@@ -179,13 +266,13 @@ class _Network:
         (self.upload if upload else self.download)[phase] += len(data)
         return decoded
 
-    def to_server(self, messages: list[Message], phase: str) -> list[Message]:
+    def to_server(self, messages: list[Message], phase: str, sender: int) -> list[Message]:
         out: list[Message] = []
         for message in messages:
             decoded = self._wire(message, phase, upload=True)
             start = time.perf_counter()
             try:
-                out.extend(self.server.receive(decoded))
+                out.extend(self.server.receive(decoded, peer_id=sender))
             except RemoteProtocolError as exc:  # a peer's fault: recorded, the round goes on
                 logger.warning("server rejected a message in %s: %s", phase, exc)
             finally:
@@ -204,8 +291,8 @@ class _Network:
         finally:
             self.client_seconds[phase] += time.perf_counter() - start
 
-    def close(self, phase: str, expected_state: ServerState) -> list[Message]:
-        if self.server.state is not expected_state:
+    def close(self, phase: str) -> list[Message]:
+        if self.server.phase is not Phase(phase):
             return []  # the phase already closed when its last expected message arrived
         start = time.perf_counter()
         try:
@@ -224,11 +311,16 @@ def secure_sum(
     seed: int | None = None,
     progress: ProgressCallback | None = None,
     min_inputs: int = 1,
+    threat_model: str = "malicious",
+    max_colluding: int | None = None,
 ) -> SecureSumResult:
     """Securely sum integer vectors of n clients modulo 2^modulus_bits, in memory.
 
     Runs the real :class:`~secagg.Client` and :class:`~secagg.Server` state machines, every
-    message through its binary encoding. Client ``i`` has id ``i + 1``.
+    message through its binary encoding and delivered with its sender's id (the server refuses
+    a message claiming another sender). Client ``i`` has id ``i + 1``. In the malicious mode
+    (the default) every client gets an Ed25519 identity generated for this run and all parties
+    share the trust store that lists them.
 
     Parameters
     ----------
@@ -244,7 +336,8 @@ def secure_sum(
     dropouts
         Phase name → client indices that vanish before sending that phase's message (and never
         come back). Phases: ``"advertise_keys"``, ``"share_keys"``, ``"masked_input"``,
-        ``"unmask"``. A client dropping at ``"unmask"`` has its input in the total.
+        ``"consistency_check"`` (malicious mode only), ``"unmask"``. A client dropping at
+        ``"consistency_check"`` or ``"unmask"`` has its input in the total.
     seed
         Seed for every party's cryptographic randomness (reproducible runs); ``None`` draws fresh
         randomness from the operating system.
@@ -253,6 +346,11 @@ def secure_sum(
     min_inputs
         The server unmasks only if at least this many masked inputs arrived (see
         :class:`~secagg.Server`); otherwise the round aborts with nothing released.
+    threat_model
+        ``"malicious"`` (default: signed keys and the consistency check) or
+        ``"semi-honest"`` (one message round and every signature fewer).
+    max_colluding
+        c, the clients that may collude with a malicious server (default t − 1).
 
     Returns
     -------
@@ -287,14 +385,19 @@ def secure_sum(
     drop_phase = parse_dropouts(dropouts, n)
     if threshold is None:
         threshold = default_threshold(n, neighbors)
-    root = KeystreamRandom(seed, label=b"secagg-dp/v1/secure-sum")
+    root = KeystreamRandom(seed, label=b"secagg-dp/v2/secure-sum")
     config = SecAggConfig(
         dimension=dimension,
         threshold=threshold,
         modulus_bits=modulus_bits,
         neighbors=neighbors,
         round_nonce=root.random_bytes(16),
+        threat_model=threat_model,
+        max_colluding=max_colluding,
     )
+    late = Phase.CONSISTENCY_CHECK.value
+    if not config.malicious and any(p == late for p in drop_phase.values()):
+        raise ValueError("the consistency_check phase runs only in the malicious mode")
     # Validate every input before any cryptography runs. Inputs are only indexed, never
     # copied into a list, so a lazy sequence keeps the caller's memory O(d).
     for i in range(n):
@@ -304,9 +407,28 @@ def secure_sum(
                 f"input {i} has shape {vector.shape}; every input must be 1-D of length {dimension}"
             )
     ids = list(range(1, n + 1))
-    clients = {u: Client(config, u, random_source=root.spawn(b"client/%d" % u)) for u in ids}
-    server = Server(config, ids, min_inputs=min_inputs)
+    identities, trust_store = (
+        generate_identities(ids, root.random_bytes(32)) if config.malicious else ({}, None)
+    )
+    clients = {
+        u: Client(
+            config,
+            u,
+            random_source=root.spawn(b"client/%d" % u),
+            identity=identities.get(u),
+            trust_store=trust_store,
+        )
+        for u in ids
+    }
+    server = Server(
+        config,
+        ids,
+        min_inputs=min_inputs,
+        trust_store=trust_store,
+        random_source=root.spawn(b"server"),
+    )
     net = _Network(server, clients)
+    order = [p.value for p in config.phases]
 
     def gone(u: int, phase: str) -> bool:
         dropped_at = drop_phase.get(u - 1)
@@ -317,34 +439,29 @@ def secure_sum(
             progress(phase, done, total)
 
     # Phase 0: advertise keys.
-    phase = PHASES[0]
+    phase = order[0]
     outbox: list[Message] = []
     for done, u in enumerate(ids, 1):
         if not gone(u, phase):
             start = time.perf_counter()
             advert = clients[u].start()
             net.client_seconds[phase] += time.perf_counter() - start
-            outbox.extend(net.to_server(advert, phase))
+            outbox.extend(net.to_server(advert, phase, u))
         report(phase, done, n)
-    outbox.extend(net.close(phase, ServerState.COLLECTING_KEYS))
+    outbox.extend(net.close(phase))
 
-    # Phases 1–3: each server message reaches its client, whose reply goes straight back.
-    states = (
-        ServerState.COLLECTING_SHARES,
-        ServerState.COLLECTING_MASKED_INPUTS,
-        ServerState.COLLECTING_UNMASK_RESPONSES,
-    )
-    for phase, state in zip(PHASES[1:], states, strict=True):
+    # Later phases: each server message reaches its client, whose reply goes straight back.
+    for phase in order[1:]:
         inbox, outbox = outbox, []
         for done, message in enumerate(inbox, 1):
             u = message.peer
             if not gone(u, phase) and clients[u].state is not ClientState.ABORTED:
-                if phase == "masked_input":
+                if phase == Phase.MASKED_INPUT.value:
                     clients[u].set_input(inputs[u - 1])
                 replies = net.to_client(message, phase)
-                outbox.extend(net.to_server(replies, phase))
+                outbox.extend(net.to_server(replies, phase, u))
             report(phase, done, len(inbox))
-        outbox.extend(net.close(phase, state))
+        outbox.extend(net.close(phase))
 
     result = server.result
     return SecureSumResult(
@@ -355,6 +472,9 @@ def secure_sum(
         threshold=threshold,
         neighbors=neighbors,
         seed=seed,
+        threat_model=ThreatModel(config.threat_model).value,
+        max_colluding=int(config.max_colluding or 0),
+        faults=tuple(str(fault) for fault in result.faults),
         client_seconds=net.client_seconds,
         server_seconds=net.server_seconds,
         transport_seconds=net.transport_seconds,

@@ -1,23 +1,28 @@
-"""The SecAgg / SecAgg+ server: a sans-I/O state machine (Bonawitz et al. 2017, Fig. 4).
+"""The SecAgg / SecAgg+ server: a sans-I/O state machine (Bonawitz et al. 2017, Fig. 4, with the
+active-adversary protocol's signature checks and consistency round in the malicious mode).
 
-The server relays everything between clients. It moves through four collecting phases; a phase
-ends when every client expected in it has answered (the reply that completes it returns the next
-phase's messages) or when the driver calls :meth:`Server.close_phase` because its deadline passed.
-Clients that did not answer are dropouts of that phase.
+The server relays everything between clients. It moves through its collecting phases (four in
+the semi-honest mode, five in the malicious one); a phase ends when every client expected in it
+has answered (the reply that completes it returns the next phase's messages) or when the driver
+calls :meth:`Server.close_phase` because its deadline passed. Clients that did not answer are
+dropouts of that phase. Which message is accepted in which state is one table, ``_TRANSITIONS``.
 
 Masked inputs are added into one accumulator as they arrive (memory O(d), not O(n·d)). At the end
-the server reconstructs the self-mask seed of every client whose input is in the sum and the mask
-key of every client that dropped after sharing keys — never both for one client — and regenerates
-only the masks it must remove.
+the server removes every survivor's self mask (from the seed the survivor revealed, or its
+reconstruction from shares) and every mask a survivor shares with a dropped client (from the
+pairwise key the survivor revealed, or the dropped client's reconstructed mask key) — it never
+obtains both secrets of one client.
 
 A peer's invalid message raises :class:`~secagg.errors.RemoteProtocolError` naming the peer and
 is recorded in :attr:`Server.faults`; the peer is excluded where that is still possible, but the
-round goes on: one client must not be able to abort everyone's aggregation. Local misuse and
-round-fatal conditions (too few survivors) abort the server, after which every call raises.
+round goes on: one client must not be able to abort everyone's aggregation. Wrong shares are
+corrected by Reed–Solomon decoding and their holders named. Local misuse and round-fatal
+conditions (too few survivors) abort the server, after which every call raises.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -26,13 +31,7 @@ from enum import Enum
 import numpy as np
 
 from secagg import shamir
-from secagg._session import (
-    SHARE_CIPHERTEXT_BYTES,
-    decode_share,
-    seed_commitment,
-    session_id,
-)
-from secagg.config import SecAggConfig
+from secagg.config import Phase, SecAggConfig
 from secagg.errors import (
     LocalProtocolError,
     ProtocolError,
@@ -40,11 +39,16 @@ from secagg.errors import (
     TooFewSurvivorsError,
 )
 from secagg.graph import CommunicationGraph, build_graph
-from secagg.keys import KEY_BYTES, KeyPair
+from secagg.identity import TrustStore, advertisement_message, consistency_message
+from secagg.keys import KEY_BYTES, KeyPair, is_low_order
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
+    MASK_KEY_BYTES,
+    SEED_BYTES,
     AdvertiseKeys,
     ClientKeys,
+    ConsistencyRequest,
+    ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
     KeyDirectory,
@@ -55,39 +59,49 @@ from secagg.messages import (
     decode_message,
     encode_message,
 )
+from secagg.randomness import KeystreamRandom
 from secagg.ring import RingArray
+from secagg.transcript import (
+    SHARE_CIPHERTEXT_BYTES,
+    decode_share,
+    seed_commitment,
+    session_id,
+)
 
 __all__ = ["SecAggResult", "Server", "ServerState"]
 
 logger = logging.getLogger(__name__)
 
-# A fixed scalar used only to test advertised keys: X25519 with a low-order point yields zero.
-_KEY_CHECK = KeyPair.from_private_bytes(bytes(31) + b"\x01")
+_FINGERPRINT_POSITIONS = 32  # secret positions of each masked input compared for duplicates
 
 
 class ServerState(Enum):
-    """Where the server is in the protocol; the four collecting states are the phases."""
+    """Where the server is in the protocol; each collecting state is one :class:`Phase`."""
 
-    COLLECTING_KEYS = "advertise_keys"
-    COLLECTING_SHARES = "share_keys"
-    COLLECTING_MASKED_INPUTS = "masked_input"
-    COLLECTING_UNMASK_RESPONSES = "unmask"
+    COLLECTING_KEYS = Phase.ADVERTISE_KEYS.value
+    COLLECTING_SHARES = Phase.SHARE_KEYS.value
+    COLLECTING_MASKED_INPUTS = Phase.MASKED_INPUT.value
+    COLLECTING_CONSISTENCY_SIGNATURES = Phase.CONSISTENCY_CHECK.value
+    COLLECTING_UNMASK_RESPONSES = Phase.UNMASK.value
     COMPLETED = "completed"
     ABORTED = "aborted"
 
+    @property
+    def phase(self) -> Phase | None:
+        """The phase this state collects, or ``None`` for a terminal state."""
+        try:
+            return Phase(self.value)
+        except ValueError:
+            return None
 
-_PHASES = (
-    ServerState.COLLECTING_KEYS,
-    ServerState.COLLECTING_SHARES,
-    ServerState.COLLECTING_MASKED_INPUTS,
-    ServerState.COLLECTING_UNMASK_RESPONSES,
-)
-# The phase index at which the server accepts each client message type.
-_PHASE_OF: dict[type, int] = {
-    AdvertiseKeys: 0,
-    EncryptedShares: 1,
-    MaskedInput: 2,
-    UnmaskResponse: 3,
+
+# The message type each phase collects.
+_COLLECTS: dict[Phase, type] = {
+    Phase.ADVERTISE_KEYS: AdvertiseKeys,
+    Phase.SHARE_KEYS: EncryptedShares,
+    Phase.MASKED_INPUT: MaskedInput,
+    Phase.CONSISTENCY_CHECK: ConsistencySignature,
+    Phase.UNMASK: UnmaskResponse,
 }
 
 
@@ -104,13 +118,17 @@ class SecAggResult:
     dropped
         Every other expected id, ascending.
     phase_participants
-        For each phase name, the ids that completed it.
+        For each phase name, the ids that completed it (empty for a phase the round's threat
+        model does not run).
+    faults
+        Every peer fault the server recorded, in order (each names the peer it blames).
     """
 
     total: RingArray
     survivors: tuple[int, ...]
     dropped: tuple[int, ...]
     phase_participants: dict[str, tuple[int, ...]]
+    faults: tuple[RemoteProtocolError, ...] = ()
 
 
 class Server:
@@ -125,23 +143,35 @@ class Server:
     min_inputs
         The fewest masked inputs the server will unmask: with fewer, it aborts before sending
         any unmask request (for distributed DP, whose noise is calibrated for a client count).
+    trust_store
+        Malicious mode: the clients' verification keys; advertisements that do not verify are
+        refused (the clients check them too — an honest server only filters early).
+    random_source
+        Randomness for the duplicate-detection positions (default: the operating system).
 
     Examples
     --------
     >>> from secagg.client import Client
-    >>> cfg = SecAggConfig(dimension=3, threshold=2)
+    >>> cfg = SecAggConfig(dimension=3, threshold=2, round_nonce=bytes(16),
+    ...                    threat_model="semi-honest")
     >>> clients = {u: Client(cfg, u, input_vector=[u, 0, 1]) for u in (1, 2, 3)}
     >>> server = Server(cfg, clients)
     >>> outbox = [m for c in clients.values() for m in c.start()]
     >>> while outbox:
-    ...     replies = [r for m in outbox for r in server.receive(m)]
+    ...     replies = [r for m in outbox for r in server.receive(m, peer_id=m.peer)]
     ...     outbox = [r for m in replies for r in clients[m.peer].receive(m)]
     >>> server.state.name, server.result.total.tolist()
     ('COMPLETED', [6, 0, 3])
     """
 
     def __init__(
-        self, config: SecAggConfig, client_ids: Iterable[int], *, min_inputs: int = 1
+        self,
+        config: SecAggConfig,
+        client_ids: Iterable[int],
+        *,
+        min_inputs: int = 1,
+        trust_store: TrustStore | None = None,
+        random_source: KeystreamRandom | None = None,
     ) -> None:
         if not isinstance(config, SecAggConfig):
             raise TypeError(f"config must be a SecAggConfig; got {type(config).__name__}")
@@ -159,9 +189,19 @@ class Server:
             raise TypeError(f"min_inputs must be an int; got {type(min_inputs).__name__}")
         if not 1 <= min_inputs <= len(ids):
             raise ValueError(f"min_inputs must lie in [1, {len(ids)}]; got {min_inputs}")
+        if config.malicious:
+            if not isinstance(trust_store, TrustStore):
+                raise TypeError(
+                    "the malicious mode needs trust_store= (the clients' verification keys); "
+                    "for the semi-honest mode set SecAggConfig(threat_model='semi-honest')"
+                )
+            missing = [u for u in ids if u not in trust_store]
+            if missing:
+                raise ValueError(f"invited clients missing from the trust store: {missing[:5]}")
         self.config = config
         self.client_ids = frozenset(ids)
         self.min_inputs = min_inputs
+        self._trust_store = trust_store if config.malicious else None
         self._ring = config.ring
         self._state = ServerState.COLLECTING_KEYS
         self._abort_reason: str | None = None
@@ -174,8 +214,18 @@ class Server:
         self._shared: frozenset[int] = frozenset()
         self._accumulator: RingArray | None = None
         self._masked: set[int] = set()
+        self._fingerprints: dict[int, bytes] = {}
+        source = random_source if random_source is not None else KeystreamRandom()
+        self._positions = (
+            source.uint64(_FINGERPRINT_POSITIONS) % np.uint64(config.dimension)
+        ).astype(np.intp)
+        self._complaints: dict[int, frozenset[int]] = {}
+        self._survivor_view: tuple[int, ...] = ()
+        self._signatures: dict[int, bytes] = {}
         self._requests: dict[int, UnmaskRequest] = {}
         self._responded: set[int] = set()
+        self._revealed_seeds: dict[int, bytes] = {}
+        self._revealed_pairwise: dict[int, dict[int, bytes]] = {}
         self._seed_shares: dict[int, dict[int, np.ndarray]] = {}
         self._key_shares: dict[int, dict[int, np.ndarray]] = {}
         self._excluded: set[int] = set()
@@ -209,6 +259,11 @@ class Server:
         return self._graph
 
     @property
+    def phase(self) -> Phase | None:
+        """The phase being collected, or ``None`` once the round is over."""
+        return self._state.phase
+
+    @property
     def result(self) -> SecAggResult:
         """The result of a completed round.
 
@@ -235,8 +290,16 @@ class Server:
         """The clients whose message the current phase still waits for."""
         return frozenset(self._pending)
 
-    def receive(self, message: Message) -> list[Message]:
+    def receive(self, message: Message, *, peer_id: int | None = None) -> list[Message]:
         """Process one client message; return the messages to send (possibly empty).
+
+        Parameters
+        ----------
+        message
+            The decoded message.
+        peer_id
+            Who the transport says sent it. A message claiming another sender is refused (a
+            fault naming ``peer_id``); pass it whenever the transport authenticates peers.
 
         Raises
         ------
@@ -249,27 +312,20 @@ class Server:
             If the server has aborted.
         """
         self._raise_if_aborted()
-        phase = _PHASE_OF.get(type(message))
-        if phase is None:
+        sender = getattr(message, "peer", None)
+        if peer_id is not None and sender != peer_id:
             raise self._fault(
-                f"unexpected {type(message).__name__} at the server",
-                getattr(message, "peer", None),
+                f"a {type(message).__name__} claiming to be from client {sender}", peer_id
             )
-        current = self._phase_index()
-        if phase < current:
-            logger.debug("late %s from %d ignored", type(message).__name__, message.peer)
-            return []
-        if phase > current:
-            raise self._fault(
-                f"{type(message).__name__} sent during phase {self._state.value}", message.peer
-            )
-        handler = _HANDLERS[phase]
+        handler = _TRANSITIONS.get((self._state, type(message)))
+        if handler is None:
+            raise self._fault(f"unexpected {type(message).__name__} at the server", sender)
         if handler(self, message):
             return self._guarded(self._advance)
         return []
 
-    def receive_bytes(self, data: bytes, *, peer_id: int | None = None) -> list[tuple[int, bytes]]:
-        """Decode wire bytes, process them, and encode the outgoing messages.
+    def receive_bytes(self, data: bytes, *, peer_id: int) -> list[tuple[int, bytes]]:
+        """Decode wire bytes from ``peer_id``, process them, and encode the outgoing messages.
 
         Returns
         -------
@@ -279,8 +335,8 @@ class Server:
         Raises
         ------
         RemoteProtocolError
-            If the bytes do not decode, or the message is invalid (recorded in
-            :attr:`faults`; the server carries on).
+            If the bytes do not decode, claim another sender, or the message is invalid
+            (recorded in :attr:`faults`; the server carries on).
         """
         self._raise_if_aborted()
         try:
@@ -288,7 +344,7 @@ class Server:
         except RemoteProtocolError as exc:
             self.faults.append(exc)
             raise
-        return [(m.peer, encode_message(m)) for m in self.receive(message)]
+        return [(m.peer, encode_message(m)) for m in self.receive(message, peer_id=peer_id)]
 
     def close_phase(self) -> list[Message]:
         """End the current phase now (its deadline passed): the silent clients dropped out.
@@ -312,9 +368,6 @@ class Server:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _phase_index(self) -> int:
-        return _PHASES.index(self._state) if self._state in _PHASES else len(_PHASES)
-
     def _raise_if_aborted(self) -> None:
         if self._state is ServerState.ABORTED:
             raise LocalProtocolError(f"the server aborted: {self._abort_reason}")
@@ -334,6 +387,8 @@ class Server:
             self._accumulator = None
             self._seed_shares.clear()
             self._key_shares.clear()
+            self._revealed_seeds.clear()
+            self._revealed_pairwise.clear()
             logger.warning("round aborted: %s", exc)
             raise
 
@@ -350,6 +405,15 @@ class Server:
         self._pending.discard(client_id)
         return not self._pending
 
+    def _late(self, message: Message) -> bool:
+        logger.debug("late %s from %d ignored", type(message).__name__, message.peer)
+        return False
+
+    def _early(self, message: Message) -> bool:
+        raise self._fault(
+            f"{type(message).__name__} sent during phase {self._state.value}", message.peer
+        )
+
     def _check_sender(self, message: Message, session: bytes) -> None:
         """Validate the envelope: session, membership of this phase, not excluded."""
         sender = message.peer
@@ -363,20 +427,30 @@ class Server:
     def _on_advertise_keys(self, message: Message) -> bool:
         assert isinstance(message, AdvertiseKeys)
         self._check_sender(message, self.config.digest)
-        keys = ClientKeys(message.encryption_key, message.mask_key)
-        previous = self._keys.get(message.sender)
+        sender = message.sender
+        keys = ClientKeys(message.encryption_key, message.mask_key, message.signature)
+        previous = self._keys.get(sender)
         if previous is not None:
             if previous != keys:
-                raise self._fault("conflicting second key advertisement", message.sender)
+                raise self._fault("conflicting second key advertisement", sender)
             return False
-        for key in keys:
-            try:
-                _KEY_CHECK.agree(key)
-            except RemoteProtocolError:
-                self._exclude(message.sender)
-                raise self._fault("advertised a low-order public key", message.sender) from None
-        self._keys[message.sender] = keys
-        return self._answered(message.sender)
+        if any(is_low_order(key) for key in keys[:2]):
+            self._exclude(sender)
+            raise self._fault("advertised a low-order public key", sender)
+        if keys.encryption_key == keys.mask_key or any(
+            key in {k for other in self._keys.values() for k in other[:2]} for key in keys[:2]
+        ):
+            self._exclude(sender)
+            raise self._fault("advertised a public key already in use", sender)
+        if self._trust_store is not None:
+            signed = advertisement_message(
+                self.config.digest, sender, message.encryption_key, message.mask_key
+            )
+            if not self._trust_store.verify(sender, signed, message.signature):
+                self._exclude(sender)
+                raise self._fault("advertisement not signed by the sender's identity", sender)
+        self._keys[sender] = keys
+        return self._answered(sender)
 
     def _on_encrypted_shares(self, message: Message) -> bool:
         assert isinstance(message, EncryptedShares)
@@ -398,22 +472,61 @@ class Server:
         self._share_messages[sender] = message
         return self._answered(sender)
 
+    def _fingerprint(self, message: MaskedInput) -> bytes:
+        sample = np.ascontiguousarray(message.vector[self._positions])
+        return hashlib.sha256(sample.tobytes()).digest()
+
     def _on_masked_input(self, message: Message) -> bool:
         assert isinstance(message, MaskedInput)
         self._check_sender(message, self._session_id)
         sender = message.sender
         if sender in self._masked:
-            logger.debug("duplicate masked input from %d ignored", sender)
-            return False
+            if message.vector.size == self.config.dimension and (
+                self._fingerprint(message) == self._fingerprints[sender]
+            ):
+                logger.debug("duplicate masked input from %d ignored", sender)
+                return False
+            # The first one is already in the sum and stays there; the second is refused.
+            raise self._fault("a second, different masked input (the first one counts)", sender)
         if message.modulus_bits != self.config.modulus_bits:
             self._exclude(sender)
             raise self._fault(f"masked input over 2^{message.modulus_bits}", sender)
         if message.vector.size != self.config.dimension:
             self._exclude(sender)
             raise self._fault(f"masked input of dimension {message.vector.size}", sender)
+        neighbors = set(self._neighbors[sender])
+        if not neighbors.issuperset(message.complaints):
+            self._exclude(sender)
+            raise self._fault("complaints about clients that are not its neighbours", sender)
         assert self._accumulator is not None
         np.add(self._accumulator, message.vector, out=self._accumulator)
         self._masked.add(sender)
+        self._fingerprints[sender] = self._fingerprint(message)
+        self._complaints[sender] = frozenset(message.complaints)
+        for blamed in message.complaints:
+            self.faults.append(
+                RemoteProtocolError(
+                    f"its share ciphertext for client {sender} did not authenticate "
+                    f"(reported by {sender})",
+                    peer_id=blamed,
+                )
+            )
+        return self._answered(sender)
+
+    def _on_consistency_signature(self, message: Message) -> bool:
+        assert isinstance(message, ConsistencySignature)
+        self._check_sender(message, self._session_id)
+        sender = message.sender
+        if sender in self._signatures:
+            if self._signatures[sender] != message.signature:
+                raise self._fault("conflicting second consistency signature", sender)
+            return False
+        assert self._trust_store is not None
+        signed = consistency_message(self._session_id, self._survivor_view)
+        if not self._trust_store.verify(sender, signed, message.signature):
+            self._exclude(sender)
+            raise self._fault("consistency signature does not verify", sender)
+        self._signatures[sender] = message.signature
         return self._answered(sender)
 
     def _on_unmask_response(self, message: Message) -> bool:
@@ -424,11 +537,20 @@ class Server:
             logger.debug("duplicate unmask response from %d ignored", sender)
             return False
         request = self._requests[sender]
-        seed_owners = [v for v, _ in message.seed_shares]
-        key_owners = [v for v, _ in message.key_shares]
-        if seed_owners != list(request.survivors) or key_owners != list(request.dropped):
+        lacking = self._complaints.get(sender, frozenset())
+        expected_seeds = [v for v in request.survivors if v not in lacking]
+        expected_keys = [v for v in request.dropped if v not in lacking]
+        if (
+            [v for v, _ in message.seed_shares] != expected_seeds
+            or [v for v, _ in message.key_shares] != expected_keys
+            or [v for v, _ in message.pairwise_keys] != list(request.dropped)
+            or len(message.self_mask_seed) != SEED_BYTES
+        ):
             self._exclude(sender)
             raise self._fault("unmask response does not match the request", sender)
+        if any(len(key) != MASK_KEY_BYTES for _, key in message.pairwise_keys):
+            self._exclude(sender)
+            raise self._fault("revealed pairwise key of the wrong length", sender)
         decoded: list[tuple[dict[int, dict[int, np.ndarray]], int, np.ndarray]] = []
         for store, entries in (
             (self._seed_shares, message.seed_shares),
@@ -442,17 +564,22 @@ class Server:
                 decoded.append((store, owner, values))
         for store, owner, values in decoded:
             store.setdefault(owner, {})[sender] = values
+        self._revealed_seeds[sender] = message.self_mask_seed
+        for dropped, key in message.pairwise_keys:
+            self._revealed_pairwise.setdefault(dropped, {})[sender] = key
         self._responded.add(sender)
         return self._answered(sender)
 
     def _advance(self) -> list[Message]:
-        index = self._phase_index()
-        if index == 0:
+        phase = self._state.phase
+        if phase is Phase.ADVERTISE_KEYS:
             return self._close_keys()
-        if index == 1:
+        if phase is Phase.SHARE_KEYS:
             return self._close_shares()
-        if index == 2:
+        if phase is Phase.MASKED_INPUT:
             return self._close_masked_inputs()
+        if phase is Phase.CONSISTENCY_CHECK:
+            return self._close_consistency()
         self._finish()
         return []
 
@@ -463,13 +590,24 @@ class Server:
                 f"only {len(self._keys)} clients advertised keys; threshold t={t} needs at "
                 f"least {t + 1}"
             )
-        directory = KeyDirectory.build(self.config.digest, min(self._keys), self._keys)
+        signed = self.config.malicious
+        if signed and self.config.consistency_quorum(len(self._keys)) > len(self._keys):
+            raise TooFewSurvivorsError(
+                f"{len(self._keys)} clients advertised keys; the malicious mode's consistency "
+                f"quorum {self.config.consistency_quorum(len(self._keys))} cannot be met"
+            )
+        directory = KeyDirectory.build(
+            self.config.digest, min(self._keys), self._keys, signed=signed
+        )
         self._session_id = session_id(self.config.digest, directory.entries)
         self._graph = build_graph(self._keys, self.config.neighbors, self._session_id)
         self._neighbors = self._graph.all_neighbors()
         self._open_phase(ServerState.COLLECTING_SHARES, self._keys)
         logger.info("keys: %d of %d clients advertised", len(self._keys), len(self.client_ids))
-        return [KeyDirectory(self.config.digest, u, directory.entries) for u in sorted(self._keys)]
+        return [
+            KeyDirectory(self.config.digest, u, directory.entries, signed)
+            for u in sorted(self._keys)
+        ]
 
     def _close_shares(self) -> list[Message]:
         t = self.config.threshold
@@ -494,6 +632,7 @@ class Server:
                 if recipient in inbox:
                     inbox[recipient].append((sender, ciphertext))
         self._accumulator = self._ring.zeros(self.config.dimension)
+        self._share_messages.clear()
         self._open_phase(ServerState.COLLECTING_MASKED_INPUTS, shared)
         logger.info("share_keys: %d clients continue", len(shared))
         return [ForwardedShares(self._session_id, u, tuple(inbox[u])) for u in sorted(shared)]
@@ -511,7 +650,6 @@ class Server:
                 arrived=len(survivors),
                 min_inputs=self.min_inputs,
             )
-        dropped = self._shared - survivors
         for u in sorted(self._shared):
             alive = len(survivors.intersection(self._neighbors[u]))
             needed = u in survivors or alive > 0
@@ -520,19 +658,54 @@ class Server:
                 raise TooFewSurvivorsError(
                     f"client {u} has {alive} surviving neighbours; its {what} needs t={t} shares"
                 )
+        logger.info(
+            "masked_input: %d survivors, %d dropped",
+            len(survivors),
+            len(self._shared - survivors),
+        )
+        if self.config.malicious:
+            quorum = self.config.consistency_quorum(len(self._keys))
+            if len(survivors) < quorum:
+                raise TooFewSurvivorsError(
+                    f"{len(survivors)} masked inputs arrived; the consistency check needs "
+                    f"{quorum} signatures (⌊(n + c)/2⌋ + 1 of the {len(self._keys)} clients)"
+                )
+            self._survivor_view = tuple(sorted(survivors))
+            self._open_phase(ServerState.COLLECTING_CONSISTENCY_SIGNATURES, survivors)
+            return [
+                ConsistencyRequest(self._session_id, u, self._survivor_view)
+                for u in self._survivor_view
+            ]
+        return self._unmask_requests(survivors, ())
+
+    def _close_consistency(self) -> list[Message]:
+        quorum = self.config.consistency_quorum(len(self._keys))
+        if len(self._signatures) < quorum:
+            raise TooFewSurvivorsError(
+                f"only {len(self._signatures)} valid consistency signatures; the quorum is "
+                f"{quorum}"
+            )
+        # Exactly a quorum travels with each request: clients verify no more than they must.
+        certificate = tuple(sorted(self._signatures.items())[:quorum])
+        return self._unmask_requests(set(self._signatures), certificate)
+
+    def _unmask_requests(
+        self, recipients: set[int], signatures: tuple[tuple[int, bytes], ...]
+    ) -> list[Message]:
+        survivors = self._masked
+        dropped = self._shared - survivors
         requests = {}
-        for u in sorted(survivors):
+        for u in sorted(recipients):
             neighbors = self._neighbors[u]
             requests[u] = UnmaskRequest(
                 self._session_id,
                 u,
                 tuple(v for v in neighbors if v in survivors),
                 tuple(v for v in neighbors if v in dropped),
+                signatures,
             )
         self._requests = requests
-        self._share_messages.clear()
         self._open_phase(ServerState.COLLECTING_UNMASK_RESPONSES, requests)
-        logger.info("masked_input: %d survivors, %d dropped", len(survivors), len(dropped))
         return list(requests.values())
 
     def _reconstruct(
@@ -544,9 +717,10 @@ class Server:
     ) -> bytes:
         """Interpolate a 32-byte secret and check it (commitment or public key).
 
-        The first t shares normally verify. With spare shares, other t-subsets are tried, so a
-        corrupted share is survived and reported; beyond that (Reed–Solomon decoding) the round
-        aborts with a clear error rather than produce a wrong sum.
+        The first t shares normally verify. Otherwise the shares are decoded as a Reed–Solomon
+        codeword (up to ⌊(m − t)/2⌋ wrong shares corrected; their holders are recorded as
+        faults), then a few other t-subsets are tried; beyond that the round aborts with a clear
+        error rather than produce a wrong sum.
         """
         t = self.config.threshold
         if len(shares) < t:
@@ -554,26 +728,36 @@ class Server:
                 f"{len(shares)} shares of client {owner}'s {what} arrived; t={t} are needed"
             )
         holders = sorted(shares)
-        for subset in _candidate_subsets(holders, t):
-            values = np.stack([shares[h] for h in subset])
+        values = np.stack([shares[h] for h in holders])
+        try:
+            secret = shamir.join_secret(shamir.reconstruct(holders[:t], values[:t]), KEY_BYTES)
+        except ValueError:
+            secret = b""
+        if secret and verify(secret):
+            return secret
+        if len(holders) > t:
             try:
-                secret = shamir.join_secret(shamir.reconstruct(subset, values), KEY_BYTES)
+                decoded, wrong = shamir.robust_reconstruct(holders, values, t)
+                secret = shamir.join_secret(decoded, KEY_BYTES)
+            except ValueError:
+                secret, wrong = b"", ()
+            if secret and verify(secret):
+                for holder in wrong:
+                    self._fault(f"sent a wrong share of client {owner}'s {what}", holder)
+                return secret
+        for subset in _candidate_subsets(holders, t):
+            rows = np.stack([shares[h] for h in subset])
+            try:
+                secret = shamir.join_secret(shamir.reconstruct(subset, rows), KEY_BYTES)
             except ValueError:
                 continue
             if verify(secret):
-                if subset != holders[:t]:
-                    suspects = sorted(set(holders[:t]) - set(subset))
-                    logger.warning(
-                        "client %d's %s: shares from %s did not verify; recovered without them",
-                        owner,
-                        what,
-                        suspects,
-                    )
+                logger.warning("client %d's %s recovered from holders %s", owner, what, subset)
                 return secret
         raise RemoteProtocolError(
             f"no {t} of the {len(holders)} shares of client {owner}'s {what} reconstruct the "
             "committed value: shares are corrupt",
-            peer_id=None,
+            peer_id=owner,
         )
 
     def _seed_check(self, owner: int) -> Callable[[bytes], bool]:
@@ -584,67 +768,88 @@ class Server:
         public = self._keys[owner].mask_key
         return lambda secret: KeyPair.from_private_bytes(secret).public == public
 
+    def _self_mask_seed(self, u: int) -> bytes:
+        """u's self-mask seed: revealed by u (checked against its commitment), else rebuilt."""
+        check = self._seed_check(u)
+        revealed = self._revealed_seeds.get(u)
+        if revealed is not None:
+            if check(revealed):
+                return revealed
+            self._fault("revealed a self-mask seed that does not match its commitment", u)
+        self.reconstructed_seed_owners |= {u}
+        return self._reconstruct(u, self._seed_shares.get(u, {}), "self-mask seed", check)
+
     def _finish(self) -> None:
         assert self._accumulator is not None
         ring, name = self._ring, self.config.vector_name
         survivors = frozenset(self._masked)
         dropped = self._shared - survivors
         total = self._accumulator
-        self.reconstructed_seed_owners = survivors
         plus: list[bytes] = []
         minus: list[bytes] = []
         for u in sorted(survivors):
-            seed = self._reconstruct(
-                u, self._seed_shares.get(u, {}), "self-mask seed", self._seed_check(u)
-            )
+            seed = self._self_mask_seed(u)
             minus.append(
                 self_mask_key(seed, session_id=self._session_id, owner=u, vector_name=name)
             )
         recovered = set()
         for v in sorted(dropped):
             alive = [u for u in self._neighbors[v] if u in survivors]
-            if not alive:
-                continue
-            secret = self._reconstruct(
-                v, self._key_shares.get(v, {}), "mask key", self._mask_key_check(v)
-            )
-            pair = KeyPair.from_private_bytes(secret)
-            recovered.add(v)
-            for u in alive:
-                shared = pair.agree(self._keys[u].mask_key, peer_id=u)
-                key = pairwise_mask_key(
-                    shared, session_id=self._session_id, first=u, second=v, vector_name=name
+            revealed = self._revealed_pairwise.get(v, {})
+            pair: KeyPair | None = None
+            if any(u not in revealed for u in alive):
+                # A survivor that masked with v did not reveal their pairwise key: rebuild v's
+                # mask key from its shares (never together with v's self-mask seed).
+                secret = self._reconstruct(
+                    v, self._key_shares.get(v, {}), "mask key", self._mask_key_check(v)
                 )
+                pair = KeyPair.from_private_bytes(secret)
+                recovered.add(v)
+            for u in alive:
+                key = revealed.get(u)
+                if pair is not None:
+                    shared = pair.agree(self._keys[u].mask_key, peer_id=u)
+                    computed = pairwise_mask_key(
+                        shared, session_id=self._session_id, first=u, second=v, vector_name=name
+                    )
+                    if key is not None and key != computed:
+                        self._fault(f"revealed a wrong pairwise key with client {v}", u)
+                    key = computed
+                assert key is not None
                 # u added +PRG(s_uv) if v > u, −PRG(s_uv) if v < u: remove exactly that.
                 (minus if v > u else plus).append(key)
         # Only the masks that do not cancel are regenerated, all in one cache-friendly pass.
         add_masks(total, ring, add=plus, subtract=minus)
         self.reconstructed_key_owners = frozenset(recovered)
         ring.normalize(total)
-        phases = {
-            "advertise_keys": tuple(sorted(self._keys)),
-            "share_keys": tuple(sorted(self._shared)),
-            "masked_input": tuple(sorted(survivors)),
-            "unmask": tuple(sorted(self._responded)),
+        participants = {
+            Phase.ADVERTISE_KEYS: self._keys,
+            Phase.SHARE_KEYS: self._shared,
+            Phase.MASKED_INPUT: survivors,
+            Phase.CONSISTENCY_CHECK: self._signatures,
+            Phase.UNMASK: self._responded,
         }
         self._result = SecAggResult(
             total=total,
             survivors=tuple(sorted(survivors)),
             dropped=tuple(sorted(self.client_ids - survivors)),
-            phase_participants=phases,
+            phase_participants={p.value: tuple(sorted(participants[p])) for p in Phase},
+            faults=tuple(self.faults),
         )
         self._accumulator = None
         self._seed_shares.clear()
         self._key_shares.clear()
+        self._revealed_seeds.clear()
+        self._revealed_pairwise.clear()
         self._open_phase(ServerState.COMPLETED, ())
         logger.info("unmask: %d responded; round completed", len(self._responded))
 
 
 def _candidate_subsets(holders: list[int], t: int, limit: int = 64) -> Iterator[list[int]]:
-    """t-subsets of the share holders to try, most likely first: the first t, then sliding
-    windows, then leaving out each one of the first t + 1."""
-    seen: set[tuple[int, ...]] = set()
-    candidates = [holders[start : start + t] for start in range(len(holders) - t + 1)]
+    """t-subsets of the share holders to try after decoding failed: sliding windows, then
+    leaving out each one of the first t + 1."""
+    seen: set[tuple[int, ...]] = {tuple(holders[:t])}
+    candidates = [holders[start : start + t] for start in range(1, len(holders) - t + 1)]
     if len(holders) > t:
         candidates += [holders[:i] + holders[i + 1 : t + 1] for i in range(t + 1)]
     for subset in candidates:
@@ -654,9 +859,32 @@ def _candidate_subsets(holders: list[int], t: int, limit: int = 64) -> Iterator[
             yield subset
 
 
-_HANDLERS = (
-    Server._on_advertise_keys,
-    Server._on_encrypted_shares,
-    Server._on_masked_input,
-    Server._on_unmask_response,
-)
+_Handler = Callable[[Server, Message], bool]
+_HANDLERS: dict[type, _Handler] = {
+    AdvertiseKeys: Server._on_advertise_keys,
+    EncryptedShares: Server._on_encrypted_shares,
+    MaskedInput: Server._on_masked_input,
+    ConsistencySignature: Server._on_consistency_signature,
+    UnmaskResponse: Server._on_unmask_response,
+}
+
+
+def _transition_table() -> dict[tuple[ServerState, type], _Handler]:
+    """The one table of (state, client message type) → handler: the phase's own message is
+    handled, a message of an earlier phase is late (ignored), a later one is a fault."""
+    order = list(Phase)
+    table: dict[tuple[ServerState, type], _Handler] = {}
+    for state in ServerState:
+        for phase, message_type in _COLLECTS.items():
+            if state.phase is None:
+                table[(state, message_type)] = Server._late
+            elif phase is state.phase:
+                table[(state, message_type)] = _HANDLERS[message_type]
+            elif order.index(phase) < order.index(state.phase):
+                table[(state, message_type)] = Server._late
+            else:
+                table[(state, message_type)] = Server._early
+    return table
+
+
+_TRANSITIONS = _transition_table()

@@ -6,6 +6,10 @@ with its own random polynomial of degree t − 1 (Shamir 1979). With the default
 sub-secret holds 30 bits (9 per 32-byte secret) and every product of two field elements fits in
 63 bits, so sharing and reconstruction are native numpy integer arithmetic. Lagrange coefficients
 at zero are cached per set of share holders.
+
+Shamir shares are Reed–Solomon codewords (McEliece and Sarwate 1981): with m shares of a degree
+t − 1 polynomial, :func:`robust_reconstruct` corrects up to ⌊(m − t)/2⌋ wrong shares by the
+Berlekamp–Welch decoder (Welch and Berlekamp, US patent 4,633,470, 1986) and names their holders.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ __all__ = [
     "join_secret",
     "lagrange_coefficients",
     "reconstruct",
+    "robust_reconstruct",
     "share",
     "split_secret",
     "sub_secret_bits",
@@ -278,3 +283,190 @@ def reconstruct(
     weights = lagrange_coefficients(xs, prime)[:, None]
     result: NDArray[np.int64] = (weights * values % prime).sum(axis=0) % prime
     return result
+
+
+def _solve_mod(matrix: NDArray[np.int64], rhs: NDArray[np.int64], prime: int) -> list[int] | None:
+    """One solution x of matrix · x = rhs over GF(prime) (free variables 0), or None."""
+    work = np.concatenate([matrix % prime, (rhs % prime)[:, None]], axis=1)
+    rows, columns = work.shape
+    pivots: list[int] = []
+    row = 0
+    for column in range(columns - 1):
+        if row == rows:
+            break
+        candidates = np.nonzero(work[row:, column])[0]
+        if candidates.size == 0:
+            continue
+        pivot = row + int(candidates[0])
+        if pivot != row:
+            work[[row, pivot]] = work[[pivot, row]]
+        inverse = pow(int(work[row, column]), prime - 2, prime)
+        work[row] = work[row] * inverse % prime
+        factors = work[:, column].copy()
+        factors[row] = 0
+        # Every product stays below 2^62: field elements are below 2^31.
+        work = (work - factors[:, None] * work[row][None, :] % prime) % prime
+        pivots.append(column)
+        row += 1
+    if work[row:, -1].any():
+        return None
+    solution = [0] * (columns - 1)
+    for index, column in enumerate(pivots):
+        solution[column] = int(work[index, -1])
+    return solution
+
+
+def _divide(numerator: list[int], denominator: list[int], prime: int) -> list[int] | None:
+    """numerator / denominator over GF(prime) (coefficients lowest first), or None if the
+    division leaves a remainder."""
+    remainder = list(numerator)
+    degree = len(denominator) - 1
+    lead_inverse = pow(denominator[-1], prime - 2, prime)
+    quotient = [0] * max(1, len(remainder) - degree)
+    for shift in range(len(remainder) - 1 - degree, -1, -1):
+        factor = remainder[shift + degree] * lead_inverse % prime
+        quotient[shift] = factor
+        if factor:
+            for i, coefficient in enumerate(denominator):
+                remainder[shift + i] = (remainder[shift + i] - factor * coefficient) % prime
+    if any(remainder[:degree]):
+        return None
+    return quotient
+
+
+def _decode_column(
+    xs: tuple[int, ...], ys: list[int], threshold: int, prime: int
+) -> tuple[int, set[int]] | None:
+    """Berlekamp–Welch for one sub-secret: (f(0), indices of wrong shares) or None."""
+    m = len(xs)
+    errors = (m - threshold) // 2
+    if errors == 0:
+        coefficients = None
+    else:
+        # Q(x_i) = y_i · E(x_i), deg Q < t + e, E monic of degree e: t + 2e unknowns.
+        powers = np.array(
+            [[pow(x, j, prime) for j in range(threshold + errors)] for x in xs], dtype=np.int64
+        )
+        y = np.array(ys, dtype=np.int64)
+        error_part = (-(y[:, None] * powers[:, :errors]) % prime).astype(np.int64)
+        matrix = np.concatenate([powers, error_part], axis=1)
+        rhs = np.array(
+            [y_i * pow(x, errors, prime) % prime for x, y_i in zip(xs, ys, strict=True)],
+            dtype=np.int64,
+        )
+        solution = _solve_mod(matrix, rhs, prime)
+        if solution is None:
+            return None
+        q = solution[: threshold + errors]
+        e = [*solution[threshold + errors :], 1]
+        coefficients = _divide(q, e, prime)
+        if coefficients is None or any(coefficients[threshold:]):
+            return None
+        coefficients = coefficients[:threshold]
+    if coefficients is None:
+        # Nothing to correct: interpolate from the first t shares and compare the rest.
+        weights = lagrange_coefficients(xs[:threshold], prime)
+        secret = int(sum(int(w) * v for w, v in zip(weights.tolist(), ys, strict=False)) % prime)
+        wrong = set()
+        if m > threshold:
+            values = reconstruct_polynomial(xs[:threshold], ys[:threshold], prime)
+            wrong = {i for i in range(m) if _evaluate(values, xs[i], prime) != ys[i]}
+        return (secret, wrong) if not wrong else None
+    wrong = {i for i in range(m) if _evaluate(coefficients, xs[i], prime) != ys[i]}
+    if len(wrong) > errors:
+        return None
+    return coefficients[0], wrong
+
+
+def _evaluate(coefficients: list[int], x: int, prime: int) -> int:
+    value = 0
+    for coefficient in reversed(coefficients):
+        value = (value * x + coefficient) % prime
+    return value
+
+
+def reconstruct_polynomial(points: Sequence[int], values: Sequence[int], prime: int) -> list[int]:
+    """The coefficients (lowest first) of the polynomial of degree < len(points) through the
+    given points over GF(prime): Lagrange interpolation in Python integers.
+
+    Examples
+    --------
+    >>> reconstruct_polynomial([1, 2], [3, 5], 7)  # f(x) = 1 + 2x
+    [1, 2]
+    """
+    xs = [int(x) for x in points]
+    result = [0] * len(xs)
+    for i, (x_i, y_i) in enumerate(zip(xs, values, strict=True)):
+        basis = [1]
+        denominator = 1
+        for j, x_j in enumerate(xs):
+            if j == i:
+                continue
+            basis = [(a - x_j * b) % prime for a, b in zip([0, *basis], [*basis, 0], strict=True)]
+            denominator = denominator * (x_i - x_j) % prime
+        factor = int(y_i) * pow(denominator, prime - 2, prime) % prime
+        result = [(r + factor * b) % prime for r, b in zip(result, basis, strict=True)]
+    return result
+
+
+def robust_reconstruct(
+    points: Sequence[int],
+    shares: ArrayLike,
+    threshold: int,
+    prime: int = DEFAULT_PRIME,
+) -> tuple[NDArray[np.int64], tuple[int, ...]]:
+    """Sub-secrets from shares of which up to ⌊(m − t)/2⌋ may be wrong (Berlekamp–Welch).
+
+    Each sub-secret is decoded on its own; a holder whose share is wrong in any of them is
+    reported.
+
+    Parameters
+    ----------
+    points
+        The m share holders' evaluation points.
+    shares
+        (m, S) share values, row i held at ``points[i]``.
+    threshold
+        t: the polynomials have degree t − 1.
+
+    Returns
+    -------
+    (sub-secrets, wrong)
+        The decoded sub-secrets and the points whose shares disagree with them, ascending.
+
+    Raises
+    ------
+    ValueError
+        If more shares are wrong than the code can correct (or fewer than t are given).
+
+    Examples
+    --------
+    >>> from secagg.randomness import KeystreamRandom
+    >>> secrets = split_secret(b"\x05" * 32)
+    >>> rows = share(secrets, [1, 2, 3, 4, 5, 6, 7], 3, KeystreamRandom(seed=1))
+    >>> rows[[1, 5]] = (rows[[1, 5]] + 1) % DEFAULT_PRIME        # two liars
+    >>> decoded, wrong = robust_reconstruct([1, 2, 3, 4, 5, 6, 7], rows, 3)
+    >>> bool((decoded == secrets).all()), wrong
+    (True, (2, 6))
+    """
+    prime = _check_prime(prime)
+    xs = _check_points(points, prime)
+    values = np.asarray(shares, dtype=np.int64)
+    if values.ndim != 2 or values.shape[0] != len(xs):
+        raise ValueError(f"expected one share row per point: shape ({len(xs)}, S)")
+    if ((values < 0) | (values >= prime)).any():
+        raise ValueError(f"shares must lie in [0, {prime})")
+    if len(xs) < threshold:
+        raise ValueError(f"{len(xs)} shares cannot reconstruct a threshold-{threshold} secret")
+    secrets = np.empty(values.shape[1], dtype=np.int64)
+    wrong: set[int] = set()
+    for column in range(values.shape[1]):
+        decoded = _decode_column(xs, values[:, column].tolist(), threshold, prime)
+        if decoded is None:
+            raise ValueError(
+                f"more than {(len(xs) - threshold) // 2} of {len(xs)} shares are wrong: "
+                "cannot decode"
+            )
+        secrets[column], bad = decoded
+        wrong |= bad
+    return secrets, tuple(sorted(xs[i] for i in wrong))

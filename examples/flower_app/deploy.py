@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from secagg.identity import write_identities
+
 APP_DIR = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
 CONNECTION = "secagg-local"
@@ -128,6 +130,10 @@ def deployment(
         encoding="utf-8",
     )
     current = Deployment(workdir, port, env)
+    # Each SuperNode's identity (client id = partition + 1) and the trust store, provisioned
+    # here as an operator would: the key reaches its node through the node's own config.
+    keys = workdir / "keys"
+    write_identities(keys, range(1, nodes + 1))
     try:
         current.superlink = _start(
             current,
@@ -159,7 +165,9 @@ def deployment(
                     "--port",
                     str(free_port()),
                     "--node-config",
-                    f"partition-id={partition} num-partitions={nodes}",
+                    f"partition-id={partition} num-partitions={nodes} "
+                    f"secagg-dp-identity='{keys / f'identity-{partition + 1}.key'}' "
+                    f"secagg-dp-trust-store='{keys / 'trust-store.json'}'",
                 ],
             )
         yield current
@@ -195,7 +203,8 @@ def run_app(
     """``flwr run`` this app on the deployment; follow it until done; return its events."""
     config = (
         f"num-server-rounds={rounds} min-nodes={nodes} phase-timeout={phase_timeout} "
-        f"results-file='{current.results_file}' {extra_config}"
+        f"results-file='{current.results_file}' keys-dir='{current.workdir / 'keys'}' "
+        f"{extra_config}"
     )
     started = subprocess.run(
         [_executable("flwr"), "run", str(APP_DIR), CONNECTION, "--run-config", config],

@@ -50,6 +50,7 @@ from secagg import (
     TooFewSurvivorsError,
     default_threshold,
     parse_dropouts,
+    plain_outcome,
     secure_sum,
     summed_clients,
 )
@@ -365,11 +366,14 @@ def secure_coordinate_average(
             local_dropouts.setdefault(phase, []).append(local_of[client])
     m = participants.size
     threshold = threshold or default_threshold(m, neighbors)
-    alive = m - sum(len(v) for v in local_dropouts.values())
-    if m < 2 or alive < threshold + 1:
+    completes, why = (
+        plain_outcome(m, local_dropouts, threshold=threshold, neighbors=neighbors)
+        if m >= 2
+        else (False, "fewer than 2 clients")
+    )
+    if not completes:
         raise TooFewSurvivorsError(
-            f"{alive} of {n} clients stay to the end ({len(rejected)} rejected); "
-            f"threshold {threshold} needs at least {threshold + 1}"
+            f"{m} of {n} clients take part ({len(rejected)} rejected): {why}"
         )
     upload = 0
     step: float | None = None

@@ -37,6 +37,7 @@ from secagg import (
     TooFewSurvivorsError,
     default_threshold,
     parse_dropouts,
+    plain_outcome,
     secure_sum,
     summed_clients,
 )
@@ -170,6 +171,9 @@ class AverageSettings:
     quantize
         For ``secure=False`` only: ``True`` reproduces the secure path's quantisation (and noise);
         ``None`` quantises only when noise is on; ``False`` forbids noise.
+    threat_model
+        Of the secure sum: ``"malicious"`` (default) or ``"semi-honest"``
+        (:class:`secagg.ThreatModel`; the plain path fails exactly where that mode would).
 
     Examples
     --------
@@ -188,8 +192,13 @@ class AverageSettings:
     threshold: int | None = None
     max_effective_weight: float | None = None
     quantize: bool | None = None
+    threat_model: str = "malicious"
 
     def __post_init__(self) -> None:
+        if self.threat_model not in ("malicious", "semi-honest"):
+            raise ValueError(
+                f"threat_model must be 'malicious' or 'semi-honest'; got {self.threat_model!r}"
+            )
         bits = check_int("bits", self.bits, minimum=1)
         if bits > 64:
             raise ValueError(f"bits must lie in [1, 64]; got {bits}")
@@ -560,11 +569,20 @@ def _run(
         if client in local_of:
             local_dropouts.setdefault(phase, []).append(local_of[client])
     threshold = settings.threshold or default_threshold(n, settings.neighbors)
-    alive = n - sum(len(v) for v in local_dropouts.values())
-    if n < 2 or alive < threshold + 1:
+    completes, why = (
+        plain_outcome(
+            n,
+            local_dropouts,
+            threshold=threshold,
+            neighbors=settings.neighbors,
+            threat_model=settings.threat_model,
+        )
+        if n >= 2
+        else (False, "fewer than 2 clients")
+    )
+    if not completes:
         raise TooFewSurvivorsError(
-            f"{alive} of {n_all} clients stay to the end ({len(clients.rejected)} rejected); "
-            f"threshold {threshold} needs at least {threshold + 1}"
+            f"{n} of {n_all} clients take part ({len(clients.rejected)} rejected): {why}"
         )
 
     quantized = secure or settings.quantize is True or settings.noise is not None
@@ -599,6 +617,7 @@ def _run(
             neighbors=settings.neighbors,
             dropouts=local_dropouts,
             seed=None if seed is None else _derived_seed(root, b"secure-sum"),
+            threat_model=settings.threat_model,
         )
         survivors_local = np.asarray(sum_result.survivors, dtype=np.intp)
         total: NDArray[np.float64] = sum_result.centered().astype(np.float64)
@@ -727,6 +746,7 @@ def secure_weighted_average(
     extra_bounds: Sequence[float] = (),
     secure: bool = True,
     quantize: bool | None = None,
+    threat_model: str = "malicious",
 ) -> AverageResult:
     """Σβᵢwᵢ / Σβᵢ over the surviving clients through one secure sum (RFA's secure average oracle).
 
@@ -764,7 +784,7 @@ def secure_weighted_average(
     secure
         ``False``: plain numpy, same clipping, exact unless ``quantize`` or noise asks for the
         secure path's quantisation.
-    quantize
+    quantize, threat_model
         See :class:`AverageSettings`.
 
     Returns
@@ -800,6 +820,7 @@ def secure_weighted_average(
         threshold=threshold,
         max_effective_weight=max_effective_weight,
         quantize=quantize,
+        threat_model=threat_model,
     )
     return _run(
         vectors,

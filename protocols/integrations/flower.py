@@ -53,11 +53,13 @@ from protocols.aggregation import (
     WeiszfeldRule,
 )
 from protocols.aggregation._quantization import plan_quantization
-from secagg import KeystreamRandom, TooFewSurvivorsError
+from secagg import KeystreamRandom, TooFewSurvivorsError, TrustStore
 from secagg.integrations.flower import (
     ClientAppCallable,
     GridSumResult,
+    IdentitySource,
     SumEncoding,
+    TrustStoreSource,
     make_secagg_mod,
     run_secure_sum,
 )
@@ -285,13 +287,18 @@ def _superquantile_encoder(
 
 
 def make_protocols_mod(
-    *, seed: int | None = None
+    *,
+    seed: int | None = None,
+    identity: IdentitySource | None = None,
+    trust_store: TrustStoreSource | None = None,
 ) -> Callable[[Message, Context, ClientAppCallable], Message]:
     """The secure-sum Mod with the client halves of :data:`AGGREGATIONS` registered.
 
     ``seed`` makes all the client's randomness reproducible (tests, simulations): the secure
     sum's keys, masks and rounding, and the DP noise; ``None`` (production) draws it from the
-    operating system.
+    operating system. ``identity`` and ``trust_store`` are the node's for malicious-mode rounds
+    (see :func:`secagg.integrations.flower.make_secagg_mod`; default: the files its node config
+    names).
 
     Examples
     --------
@@ -300,6 +307,8 @@ def make_protocols_mod(
     """
     return make_secagg_mod(
         seed=seed,
+        identity=identity,
+        trust_store=trust_store,
         encoders={
             "weiszfeld": _weiszfeld_encoder,
             "superquantile": functools.partial(_superquantile_encoder, seed=seed),
@@ -434,6 +443,9 @@ class SecureStrategy:
     seed
         Reproducible round nonces (tests). The clients' noise is theirs: seed it through
         :func:`make_protocols_mod`.
+    threat_model, trust_store
+        ``"malicious"`` (default: signed keys and the consistency check; needs the clients'
+        ``trust_store``) or ``"semi-honest"``.
 
     Examples
     --------
@@ -464,6 +476,8 @@ class SecureStrategy:
     noise_rho: float | None = None
     refuse_shortfall: bool = False
     seed: int | None = None
+    threat_model: str = "malicious"
+    trust_store: TrustStore | None = None
     history: list[RoundSummary] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -491,6 +505,19 @@ class SecureStrategy:
         if self.noise_rho is not None:
             self.noise_rho = check_positive("noise_rho", self.noise_rho)
         self.seed = check_seed(self.seed)
+        if self.threat_model not in ("malicious", "semi-honest"):
+            raise ValueError(
+                f"threat_model must be 'malicious' or 'semi-honest'; got {self.threat_model!r}"
+            )
+        if (
+            self.threat_model == "malicious"
+            and not isinstance(self.trust_store, TrustStore)
+            and self.strategy is not None
+        ):
+            raise TypeError(
+                "the malicious mode needs trust_store= (the clients' verification keys; "
+                "`secagg-dp keys` writes them), or threat_model='semi-honest'"
+            )
 
     def _seed(self, *labels: int) -> int | None:
         return None if self.seed is None else hash((self.seed, *labels)) & (2**63 - 1)
@@ -556,6 +583,8 @@ class SecureStrategy:
             neighbors=self.neighbors,
             modulus_bits=self.modulus_bits,
             timeout=self.phase_timeout,
+            threat_model=self.threat_model,
+            trust_store=self.trust_store,
             **kwargs,
         )
 

@@ -12,13 +12,22 @@ one ``send_and_receive`` per phase with a timeout. A node that does not answer i
 with an error, or answers with something invalid is a dropout of that phase; the round goes on
 while enough clients survive, and the unmasked sum comes back decoded to floats.
 
+Threat model: malicious by default (signed keys and the consistency round). Each node then needs
+its long-term identity key and the trust store of all clients' verification keys, delivered out
+of band — never through the server: by default the Mod reads the files named by the node config
+keys :data:`IDENTITY_CONFIG_KEY` and :data:`TRUST_STORE_CONFIG_KEY` (write them with
+``secagg-dp keys``), or takes them from ``make_secagg_mod(identity=..., trust_store=...)``. A
+node finds its client id in the trust store by its own key; the server learns the node's id
+from its signed advertisement, and binds every later message of that node to it.
+
 Every Flower import is lazy: this module imports without ``flwr``.
 
 Record layout (one ``ConfigRecord`` named :data:`RECORD_KEY` in the message content):
 
-* server → client: ``stage`` (a phase name of :data:`secagg.PHASES`); ``payload`` (our wire
-  bytes, phases 1–3); in phase 0 also ``config`` (``SecAggConfig.to_bytes``), ``client-id``
-  and the encoding (``clip``, ``scale``, ``weight-key``, ``weight-cap``).
+* server → client: ``stage`` (a name of :class:`secagg.Phase`); ``payload`` (our wire bytes,
+  later phases); in phase 0 also ``config`` (``SecAggConfig.to_bytes``), ``client-id`` (0 in the
+  malicious mode: the node names itself) and the encoding (``clip``, ``scale``, ``weight-key``,
+  ``weight-cap``).
 * client → server: ``stage`` and ``payload`` (the client's message bytes).
 """
 
@@ -35,14 +44,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from secagg.client import Client
-from secagg.config import SecAggConfig
-from secagg.errors import ProtocolError, RemoteProtocolError
+from secagg.config import PHASES, Phase, SecAggConfig
+from secagg.errors import ProtocolError, RemoteProtocolError, TooFewSurvivorsError
+from secagg.identity import IdentityKey, TrustStore, load_identity
+from secagg.messages import AdvertiseKeys, decode_message, encode_message
 from secagg.messages import Message as SecAggMessage
-from secagg.messages import decode_message, encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Quantizer, RingArray, check_headroom
-from secagg.runner import PHASES, default_threshold
-from secagg.server import Server, ServerState
+from secagg.runner import default_threshold
+from secagg.server import Server
 
 if TYPE_CHECKING:
     from flwr.app import Context, Message, RecordDict
@@ -50,10 +60,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_CODE",
+    "IDENTITY_CONFIG_KEY",
     "RECORD_KEY",
     "STATE_KEY",
+    "TRUST_STORE_CONFIG_KEY",
     "GridSumResult",
+    "IdentitySource",
     "SumEncoding",
+    "TrustStoreSource",
     "VectorEncoder",
     "dropout_phases",
     "make_secagg_mod",
@@ -69,13 +83,13 @@ STATE_KEY = "secagg-dp.client"
 """Name of the ConfigRecord in ``context.state`` that holds the client's state between calls."""
 ERROR_CODE = 4242
 """Flower ``Error.code`` of a client that refused or failed a phase."""
+IDENTITY_CONFIG_KEY = "secagg-dp-identity"
+"""Node config key: path of the node's identity key file (``secagg-dp keys`` writes them)."""
+TRUST_STORE_CONFIG_KEY = "secagg-dp-trust-store"
+"""Node config key: path of the trust store (JSON) of every client's verification key."""
 
-_STATES = (
-    ServerState.COLLECTING_KEYS,
-    ServerState.COLLECTING_SHARES,
-    ServerState.COLLECTING_MASKED_INPUTS,
-    ServerState.COLLECTING_UNMASK_RESPONSES,
-)
+IdentitySource = IdentityKey | Callable[["Context"], IdentityKey]
+TrustStoreSource = TrustStore | Callable[["Context"], TrustStore]
 
 ClientAppCallable = Callable[["Message", "Context"], "Message"]
 _T = TypeVar("_T", bytes, int, float)
@@ -259,11 +273,50 @@ def _client_random(seed: int | None, config: SecAggConfig, client_id: int) -> Ke
     )
 
 
+def _node_file(context: Context, key: str) -> str:
+    value = context.node_config.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(
+            f"the malicious mode needs the node config key {key!r} (a file path; "
+            "`secagg-dp keys` writes the files) or make_secagg_mod(identity=..., trust_store=...)"
+        )
+    return value
+
+
+_LOADED: dict[tuple[str, str], IdentityKey | TrustStore] = {}
+
+
+def _identity_of(context: Context, source: IdentitySource | None) -> IdentityKey:
+    if isinstance(source, IdentityKey):
+        return source
+    if source is not None:
+        return source(context)
+    path = _node_file(context, IDENTITY_CONFIG_KEY)
+    cached = _LOADED.get(("identity", path))
+    if not isinstance(cached, IdentityKey):
+        cached = _LOADED[("identity", path)] = load_identity(path)
+    return cached
+
+
+def _trust_store_of(context: Context, source: TrustStoreSource | None) -> TrustStore:
+    if isinstance(source, TrustStore):
+        return source
+    if source is not None:
+        return source(context)
+    path = _node_file(context, TRUST_STORE_CONFIG_KEY)
+    cached = _LOADED.get(("trust", path))
+    if not isinstance(cached, TrustStore):
+        cached = _LOADED[("trust", path)] = TrustStore.from_file(path)
+    return cached
+
+
 def make_secagg_mod(
     *,
     seed: int | None = None,
     keep_metrics: bool = False,
     encoders: Mapping[str, VectorEncoder] | None = None,
+    identity: IdentitySource | None = None,
+    trust_store: TrustStoreSource | None = None,
 ) -> Callable[[Message, Context, ClientAppCallable], Message]:
     """A Flower Mod that runs our secure-sum client around a ClientApp's train function.
 
@@ -284,6 +337,10 @@ def make_secagg_mod(
         ``encoder``, ``encoders[name](message, context, call_next)`` computes the float vector
         to sum instead of the train reply (the aggregations of :mod:`protocols.integrations`
         register theirs). The vector is clipped to the round's ``clip`` and quantised.
+    identity, trust_store
+        For malicious-mode rounds: the node's identity key and the trust store, or callables
+        ``(context) -> ...``; default: the files the node config names under
+        :data:`IDENTITY_CONFIG_KEY` and :data:`TRUST_STORE_CONFIG_KEY`.
 
     Returns
     -------
@@ -315,8 +372,26 @@ def make_secagg_mod(
                 config = SecAggConfig.from_bytes(_field(record, "config", bytes))
                 client_id = _field(record, "client-id", int)
                 encoding = SumEncoding.from_record(record)
+                key = store = None
+                if config.malicious:
+                    key = _identity_of(context, identity)
+                    store = _trust_store_of(context, trust_store)
+                    own = store.id_of(key.public)
+                    if own is None:
+                        raise ValueError("the trust store does not list this node's identity")
+                    if client_id not in (0, own):
+                        raise RemoteProtocolError(
+                            f"the server calls this node client {client_id}; its identity is "
+                            f"client {own}",
+                            peer_id=0,
+                        )
+                    client_id = own
                 client = Client(
-                    config, client_id, random_source=_client_random(seed, config, client_id)
+                    config,
+                    client_id,
+                    random_source=_client_random(seed, config, client_id),
+                    identity=key,
+                    trust_store=store,
                 )
                 replies = [encode_message(m) for m in client.start()]
                 saved: dict[str, ConfigRecordValues] = dict(encoding.to_record())
@@ -325,15 +400,23 @@ def make_secagg_mod(
                 if state is None:
                     raise RemoteProtocolError(f"stage {stage} before advertise_keys", peer_id=0)
                 saved = {k: v for k, v in state.items() if k != "client"}
+                snapshot = _field(state, "client", bytes)
+                config = Client.snapshot_config(snapshot)
+                key = store = None
+                if config.malicious:
+                    key = _identity_of(context, identity)
+                    store = _trust_store_of(context, trust_store)
                 client = Client.restore(
-                    _field(state, "client", bytes),
+                    snapshot,
                     random_factory=lambda cfg, u: _client_random(seed, cfg, u).spawn(
                         stage.encode()
                     ),
+                    identity=key,
+                    trust_store=store,
                 )
                 payload = _field(record, "payload", bytes)
                 extra = RecordDict()
-                if stage == "masked_input":
+                if stage == Phase.MASKED_INPUT.value:
                     encoding = SumEncoding.from_record(saved)
                     name = str(record.get("encoder", ""))
                     if name and name not in known:
@@ -362,7 +445,7 @@ def make_secagg_mod(
             return FlowerMessage(Error(ERROR_CODE, f"secagg-dp {stage}: {exc}"), reply_to=message)
         saved["client"] = client.snapshot()
         context.state.config_records[STATE_KEY] = ConfigRecord(saved)
-        content = RecordDict() if stage != "masked_input" else extra
+        content = RecordDict() if stage != Phase.MASKED_INPUT.value else extra
         content[RECORD_KEY] = ConfigRecord({"stage": stage, "payload": replies[0]})
         return FlowerMessage(content, reply_to=message)
 
@@ -505,12 +588,15 @@ def run_secure_sum(
     on_phase: Callable[[str, int], None] | None = None,
     encoder: str = "",
     min_inputs: int = 1,
+    threat_model: str = "malicious",
+    trust_store: TrustStore | None = None,
+    max_colluding: int | None = None,
 ) -> GridSumResult:
     """Securely sum the train replies of Flower nodes running :func:`secagg_mod`.
 
-    One ``grid.send_and_receive`` per phase (advertise_keys, share_keys, masked_input,
-    unmask), each bounded by ``timeout``. The train ``content`` (model arrays, config) goes
-    to the nodes with the masked-input message only.
+    One ``grid.send_and_receive`` per phase (advertise_keys, share_keys, masked_input, in the
+    malicious mode consistency_check, unmask), each bounded by ``timeout``. The train
+    ``content`` (model arrays, config) goes to the nodes with the masked-input message only.
 
     Parameters
     ----------
@@ -541,6 +627,14 @@ def run_secure_sum(
         Unmask only if at least this many masked inputs arrived (``Server(min_inputs=...)``,
         e.g. the count distributed noise was calibrated for); otherwise no unmask request is
         sent and :class:`secagg.TooFewSurvivorsError` (with ``arrived``) is raised.
+    threat_model
+        ``"malicious"`` (default; needs ``trust_store``, and every node its identity) or
+        ``"semi-honest"``.
+    trust_store
+        The clients' verification keys (the same store every node holds). Nodes name their
+        own client id (the one the store lists with their identity key).
+    max_colluding
+        c, clients that may collude with a malicious server (default t − 1).
 
     Returns
     -------
@@ -582,10 +676,20 @@ def run_secure_sum(
         neighbors=neighbors,
         round_nonce=nonce_source.random_bytes(16),
         vector_name=b"flower",
+        threat_model=threat_model,
+        max_colluding=max_colluding,
     )
-    client_of = {node: u for u, node in enumerate(nodes, 1)}
-    node_of = {u: node for node, u in client_of.items()}
-    server = Server(config, client_of.values(), min_inputs=min_inputs)
+    if config.malicious and not isinstance(trust_store, TrustStore):
+        raise TypeError(
+            "the malicious mode needs trust_store= (every client's verification key; "
+            "`secagg-dp keys` writes one), or threat_model='semi-honest'"
+        )
+    # Semi-honest: the server numbers the nodes. Malicious: each node names the id its identity
+    # has in the trust store, and the server learns it from the node's signed advertisement.
+    client_of: dict[int, int] = {} if config.malicious else {
+        node: u for u, node in enumerate(nodes, 1)
+    }
+    server: Server | None = None
     seconds = dict.fromkeys(PHASES, 0.0)
     upload = dict.fromkeys(PHASES, 0)
     download = dict.fromkeys(PHASES, 0)
@@ -595,31 +699,61 @@ def run_secure_sum(
     def envelope(stage: str, fields: dict[str, Any], node: int) -> Message:
         record = ConfigRecord({"stage": stage, **fields})
         body = RecordDict({RECORD_KEY: record})
-        if stage == "masked_input":
+        if stage == Phase.MASKED_INPUT.value:
             record["encoder"] = encoder
             for name, value in content.items():
                 body[name] = value
         download[stage] += len(fields.get("payload", b""))
         return FlowerMessage(body, dst_node_id=node, message_type=message_type, group_id=group_id)
 
+    def start_server(adverts: dict[int, SecAggMessage]) -> Server:
+        """The server, once the phase-0 replies say which client each node is."""
+        if config.malicious:
+            assert trust_store is not None
+            for node, advert in sorted(adverts.items()):
+                claimed = advert.peer
+                if claimed in client_of.values() or claimed not in trust_store:
+                    faults.append(f"node {node} in advertise_keys: claims client {claimed}")
+                    continue
+                client_of[node] = claimed
+        ids = sorted(client_of.values())
+        if len(ids) < max(threshold + 1, min_inputs):
+            raise TooFewSurvivorsError(
+                f"only {len(ids)} nodes advertised keys; threshold t={threshold} needs at "
+                f"least {threshold + 1} (and min_inputs={min_inputs})",
+                arrived=len(ids),
+                min_inputs=min_inputs,
+            )
+        return Server(
+            config,
+            ids,
+            min_inputs=min_inputs,
+            trust_store=trust_store,
+            random_source=nonce_source.spawn(b"server"),
+        )
+
     outgoing: list[Message] = [
         envelope(
             PHASES[0],
-            {"config": config.to_bytes(), "client-id": u, **encoding.to_record()},
+            {
+                "config": config.to_bytes(),
+                "client-id": client_of.get(node, 0),
+                **encoding.to_record(),
+            },
             node,
         )
-        for node, u in client_of.items()
+        for node in nodes
     ]
-    for stage, state in zip(PHASES, _STATES, strict=True):
+    for phase in config.phases:
+        stage = phase.value
         start = time.perf_counter()
         if on_phase is not None:
             on_phase(stage, len(outgoing))
         replies = list(grid.send_and_receive(outgoing, timeout=timeout)) if outgoing else []
-        produced: list[SecAggMessage] = []
+        decoded: list[tuple[int, SecAggMessage]] = []
         for reply in replies:
             node = reply.metadata.src_node_id
-            u = client_of.get(node)
-            if u is None:
+            if node not in nodes:
                 faults.append(f"reply from node {node}, which is not in the round")
                 continue
             if reply.has_error():
@@ -629,43 +763,61 @@ def run_secure_sum(
             try:
                 record = reply.content.config_records.get(RECORD_KEY)
                 if record is None or record.get("stage") != stage:
-                    raise RemoteProtocolError(f"no {stage} record in the reply", peer_id=u)
+                    raise RemoteProtocolError(f"no {stage} record in the reply", peer_id=None)
                 data = _field(record, "payload", bytes)
                 upload[stage] += len(data)
-                message = decode_message(data, peer_id=u)
-                if message.peer != u:
-                    raise RemoteProtocolError(
-                        f"node {node} spoke for client {message.peer}", peer_id=u
-                    )
-                produced.extend(server.receive(message))
+                message = decode_message(data, peer_id=client_of.get(node))
+                if phase is Phase.ADVERTISE_KEYS and not isinstance(message, AdvertiseKeys):
+                    raise RemoteProtocolError("expected an advertisement", peer_id=None)
+                decoded.append((node, message))
             except RemoteProtocolError as exc:
                 faults.append(f"node {node} in {stage}: {exc}")
                 logger.warning("node %d sent an invalid %s reply: %s", node, stage, exc)
-        if server.state is state:
+        if server is None:
+            server = start_server(dict(decoded))
+        produced: list[SecAggMessage] = []
+        for node, message in decoded:
+            u = client_of.get(node)
+            if u is None:
+                continue
+            try:
+                produced.extend(server.receive(message, peer_id=u))
+            except RemoteProtocolError as exc:  # recorded in server.faults
+                logger.warning("node %d sent an invalid %s reply: %s", node, stage, exc)
+        if server.phase is phase:
             produced.extend(server.close_phase())
         seconds[stage] += time.perf_counter() - start
-        if stage != PHASES[-1]:
-            following = PHASES[PHASES.index(stage) + 1]
+        node_of = {u: node for node, u in client_of.items()}
+        following = config.phases.index(phase) + 1
+        if following < len(config.phases):
             outgoing = [
-                envelope(following, {"payload": encode_message(m)}, node_of[m.peer])
+                envelope(
+                    config.phases[following].value, {"payload": encode_message(m)}, node_of[m.peer]
+                )
                 for m in produced
             ]
+    assert server is not None
     result = server.result
     ring = config.ring
     centered = ring.centered(result.total)
-    decoded = Quantizer(encoding.clip, encoding.scale or 1.0).dequantize(centered)
+    decoded_total = Quantizer(encoding.clip, encoding.scale or 1.0).dequantize(centered)
+    node_of = {u: node for node, u in client_of.items()}
     survivors = tuple(sorted(node_of[u] for u in result.survivors))
     if encoding.weighted:
-        total, weight_total = decoded[:-1], float(decoded[-1]) / encoding.clip
+        total, weight_total = decoded_total[:-1], float(decoded_total[-1]) / encoding.clip
     else:
-        total, weight_total = decoded, float(len(survivors))
+        total, weight_total = decoded_total, float(len(survivors))
     participants = result.phase_participants
     dropped: dict[int, str] = {}
-    for node, u in client_of.items():
-        for phase in PHASES:
-            if u not in participants[phase]:
-                dropped[node] = errored.get(node, phase)
+    for node in nodes:
+        u = client_of.get(node)
+        for phase in config.phases:
+            if u is None or u not in participants[phase.value]:
+                dropped[node] = errored.get(node, phase.value)
                 break
+    for fault in result.faults:
+        blamed = node_of.get(fault.peer_id) if fault.peer_id is not None else None
+        faults.append(f"node {blamed}: {fault}" if blamed is not None else str(fault))
     return GridSumResult(
         total=total,
         weight_total=weight_total,
@@ -674,7 +826,7 @@ def run_secure_sum(
         ring_total=result.total,
         encoding=encoding,
         config=config,
-        client_ids=client_of,
+        client_ids=dict(client_of),
         seconds=seconds,
         upload_bytes=upload,
         download_bytes=download,
@@ -682,22 +834,29 @@ def run_secure_sum(
     )
 
 
-def dropout_phases(result: GridSumResult) -> Mapping[str, Iterable[int]]:
+def dropout_phases(
+    result: GridSumResult, client_ids: Mapping[int, int] | None = None
+) -> Mapping[str, Iterable[int]]:
     """The result's dropouts as ``secure_sum``'s ``dropouts`` argument (client indices).
 
     Index i is the node with client id i + 1, so :func:`secagg.secure_sum` on the same inputs
-    in that order reproduces the round.
+    in that order reproduces the round (when the ids are 1..n). A node that never advertised
+    keys has no client id in the result; ``client_ids`` (node → id) supplies it, else the node
+    is left out.
 
     Examples
     --------
     >>> result = GridSumResult(
     ...     total=np.zeros(1), weight_total=1.0, survivors=(5,), dropped={7: "share_keys"},
     ...     ring_total=np.zeros(2, dtype=np.uint32), encoding=SumEncoding(clip=1.0),
-    ...     config=SecAggConfig(dimension=2, threshold=1), client_ids={5: 1, 7: 2})
+    ...     config=SecAggConfig(dimension=2, threshold=1, round_nonce=bytes(16)),
+    ...     client_ids={5: 1, 7: 2})
     >>> dropout_phases(result)
     {'share_keys': [1]}
     """
     by_phase: dict[str, list[int]] = {}
+    known = {**(client_ids or {}), **result.client_ids}
     for node, phase in result.dropped.items():
-        by_phase.setdefault(phase, []).append(result.client_ids[node] - 1)
+        if node in known:
+            by_phase.setdefault(phase, []).append(known[node] - 1)
     return by_phase

@@ -233,15 +233,22 @@ def test_masked_input_check_catches_masks_that_never_take_m_minus_1() -> None:
 
 def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -> None:
     class Forgetful(_OurSansIO):
-        """After answering, the client forgets it did: state and held shares come back."""
+        """After answering, the client forgets it did: state and held shares come back. (The
+        malicious mode's signed survivor set would also stop the second answer; the bug is
+        the semi-honest check's to catch.)"""
+
+        threat_models = ("semi-honest",)
 
         def client_receive(self, client: Any, message: Any) -> list[Any]:
             held = dict(client._held_seed_shares), dict(client._held_key_shares)
+            pairwise, seed = dict(client._pairwise_keys), client._self_mask_seed
             replies = super().client_receive(client, message)
             if isinstance(message, secagg.UnmaskRequest):
                 client._state = secagg.ClientState.AWAITING_UNMASK_REQUEST
                 client._held_seed_shares.update(held[0])
                 client._held_key_shares.update(held[1])
+                client._pairwise_keys.update(pairwise)
+                client._self_mask_seed = seed
             return replies
 
     class Target(_Base):
@@ -251,6 +258,6 @@ def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -
         def secure_sum(self) -> SecureSumUnderTest | None:
             return None
 
-    [result] = run_audits(Target(), only=[7], options={7: {"examples": 10}})
+    [result] = run_audits(Target(), only=[7], options={7: {"examples": 40}})
     assert result.verdict is Verdict.FAIL
     assert "revealed both shares" in result.findings[0]

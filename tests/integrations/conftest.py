@@ -48,6 +48,7 @@ def loopback_grid(monkeypatch: pytest.MonkeyPatch) -> type:
             node_config: Callable[[int], dict[str, Any]] | None = None,
         ) -> None:
             self.apps = apps
+            self.trust_store = getattr(apps, "trust_store", None)
             self.silent = silent or {}
             self.tamper = tamper
             self.contexts = {
@@ -119,14 +120,28 @@ def vector_client_app() -> Callable[..., Any]:
     from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
+    from secagg import generate_identities
     from secagg.integrations.flower import make_secagg_mod
+
+    class Apps(dict[int, Any]):
+        """Node id → ClientApp, and the trust store of the nodes' identities (client ids 1..n
+        in node order)."""
+
+        trust_store: Any = None
+        identities: dict[int, Any]
 
     def build(
         vectors: dict[int, Any], weights: dict[int, float] | None = None, *, seed: int | None = 7
-    ) -> dict[int, Any]:
-        apps = {}
+    ) -> Apps:
+        apps = Apps()
+        order = sorted(vectors)
+        keys, apps.trust_store = generate_identities(range(1, len(order) + 1), seed=seed or 0)
+        apps.identities = {node: keys[order.index(node) + 1] for node in order}
         for node, vector in vectors.items():
-            app = ClientApp(mods=[make_secagg_mod(seed=seed)])
+            mod = make_secagg_mod(
+                seed=seed, identity=keys[order.index(node) + 1], trust_store=apps.trust_store
+            )
+            app = ClientApp(mods=[mod])
 
             def train(
                 message: Message, context: Context, vector: Any = vector, node: int = node

@@ -45,7 +45,8 @@ def reference_ring_total(result: Any, vectors: dict[int, Any], weights: dict[int
     """The same round through the in-memory runner: same quantised inputs, same dropouts."""
     quantizer = Quantizer(result.encoding.clip, result.encoding.scale)
     inputs = []
-    for node, u in sorted(result.client_ids.items(), key=lambda item: item[1]):
+    ids = {node: i for i, node in enumerate(sorted(vectors), 1)}  # the fixture's identities
+    for node, u in sorted(ids.items(), key=lambda item: item[1]):
         rng = _client_random(7, result.config, u).spawn(b"quantize")
         encoded = result.encoding.encode(vectors[node], weights.get(node, 1.0))
         inputs.append(quantizer.to_ring(encoded, result.config.ring, rng=rng))
@@ -54,7 +55,7 @@ def reference_ring_total(result: Any, vectors: dict[int, Any], weights: dict[int
         modulus_bits=result.config.modulus_bits,
         threshold=result.config.threshold,
         neighbors=result.config.neighbors,
-        dropouts=dropout_phases(result),
+        dropouts=dropout_phases(result, ids),
         seed=0,
     )
 
@@ -68,7 +69,15 @@ def test_round_equals_in_memory_runner_with_dropouts(
     silent = {202: "advertise_keys", 404: "masked_input", 606: "unmask"}
     grid = loopback_grid(vector_client_app(vectors, weights), silent=silent)
     encoding = SumEncoding(clip=1.5, weight_key="num-examples", weight_cap=20.0)
-    result = run_secure_sum(grid, content(), encoding=encoding, threshold=3, timeout=5.0, seed=1)
+    result = run_secure_sum(
+        grid,
+        content(),
+        encoding=encoding,
+        threshold=3,
+        timeout=5.0,
+        seed=1,
+        trust_store=grid.trust_store,
+    )
 
     assert result.dropped == silent
     assert result.survivors == (101, 303, 505, 606, 707)  # 606 dropped after masking: counted
@@ -88,7 +97,9 @@ def test_unweighted_sum_and_secagg_plus(loopback_grid: Any, vector_client_app: A
     vectors = vectors_for(nodes, seed=3)
     grid = loopback_grid(vector_client_app(vectors), silent={4: "share_keys"})
     encoding = SumEncoding(clip=2.0, scale=2.0**16, weight_key=None)
-    result = run_secure_sum(grid, content(), encoding=encoding, neighbors=4, timeout=5.0)
+    result = run_secure_sum(
+        grid, content(), encoding=encoding, neighbors=4, timeout=5.0, trust_store=grid.trust_store
+    )
     assert result.config.neighbors == 4 and result.dropped == {4: "share_keys"}
     expected = sum(vectors[n] for n in nodes if n != 4)
     np.testing.assert_allclose(result.total, expected, atol=10 / 2.0**16)
@@ -128,9 +139,11 @@ def test_invalid_or_impersonating_reply_is_a_dropout_not_an_abort(
     apps[2], apps[3] = garbage, impersonate
     grid = loopback_grid(apps)
     encoding = SumEncoding(clip=2.0)
-    result = run_secure_sum(grid, content(), encoding=encoding, threshold=2, timeout=5.0)
+    result = run_secure_sum(
+        grid, content(), encoding=encoding, threshold=2, timeout=5.0, trust_store=grid.trust_store
+    )
     assert result.dropped == {2: "share_keys", 3: "masked_input"}
-    assert len(result.faults) == 2 and "spoke for client 1" in result.faults[1]
+    assert len(result.faults) == 2 and "claiming to be from client 1" in result.faults[1]
 
 
 def test_messages_without_our_record_pass_through(
@@ -165,7 +178,13 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
         "snapshot": set(),
         "private key": set(),
         "self-mask seed": set(),
+        "identity key": {key.private_bytes() for key in apps.identities.values()},
     }
+
+    def restore(node: int, snapshot: bytes) -> Client:
+        return Client.restore(
+            snapshot, identity=apps.identities[node], trust_store=apps.trust_store
+        )
 
     def spy(app: Any) -> Any:
         """The node's app; after each message, read the secrets its Context now holds."""
@@ -173,7 +192,7 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
         def call(message: Message, context: Context) -> Message:
             reply = app(message, context)
             snapshot = bytes(context.state.config_records[STATE_KEY]["client"])
-            client = Client.restore(snapshot)
+            client = restore(context.node_id, snapshot)
             secrets["snapshot"].add(snapshot)
             for pair in (client._encryption_keys, client._mask_keys):
                 if pair is not None:
@@ -185,17 +204,28 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
         return call
 
     grid = loopback_grid({node: spy(app) for node, app in apps.items()})
-    run_secure_sum(grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0)
+    run_secure_sum(
+        grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0, trust_store=apps.trust_store
+    )
     # Mid-round, each node's Context held its snapshot, its two private keys and its seed.
     assert len(secrets["private key"]) == 6 and len(secrets["self-mask seed"]) == 3
-    assert len(secrets["snapshot"]) >= 12  # one per node and phase
-    assert len(grid.replies) == 12 and not any(r.has_error() for r in grid.replies)
+    assert len(secrets["snapshot"]) >= 15  # one per node and phase
+    assert len(grid.replies) == 15 and not any(r.has_error() for r in grid.replies)
     sent = [field for reply in grid.replies for field in reply_fields(reply)]
+    before_unmask = [
+        field
+        for reply in grid.replies
+        if reply.content.config_records[RECORD_KEY]["stage"] != "unmask"
+        for field in reply_fields(reply)
+    ]
     for kind, values in secrets.items():
+        # A survivor reveals its own self-mask seed at unmask (the server would rebuild it from
+        # shares anyway); nothing else secret ever leaves a node.
+        leaks = before_unmask if kind == "self-mask seed" else sent
         for secret in values:
-            assert not any(secret in field for field in sent), f"a {kind} left its node"
-    for context in grid.contexts.values():
-        client = Client.restore(bytes(context.state.config_records[STATE_KEY]["client"]))
+            assert not any(secret in field for field in leaks), f"a {kind} left its node"
+    for node, context in grid.contexts.items():
+        client = restore(node, bytes(context.state.config_records[STATE_KEY]["client"]))
         assert client.state.name == "COMPLETED"
         assert client._self_mask_seed == b"" and client._mask_keys is None  # secrets erased
 
@@ -222,7 +252,12 @@ def test_defect_masks_take_every_ring_value(loopback_grid: Any, vector_client_ap
     grid = loopback_grid(vector_client_app(zeros))
     encoding = SumEncoding(clip=1.0, scale=1.0, weight_key=None)
     result = run_secure_sum(
-        grid, content(dimension), encoding=encoding, modulus_bits=4, timeout=5.0
+        grid,
+        content(dimension),
+        encoding=encoding,
+        modulus_bits=4,
+        timeout=5.0,
+        trust_store=grid.trust_store,
     )
     masked = [
         decode_message(bytes(r.content.config_records[RECORD_KEY]["payload"]))
@@ -258,7 +293,13 @@ def test_defect_unmask_request_for_both_shares_is_refused(
 
     grid = loopback_grid(vector_client_app(vectors_for([1, 2, 3, 4])), tamper=both_shares)
     with pytest.raises(TooFewSurvivorsError):
-        run_secure_sum(grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0)
+        run_secure_sum(
+            grid,
+            content(),
+            encoding=SumEncoding(clip=2.0),
+            timeout=5.0,
+            trust_store=grid.trust_store,
+        )
     unmask = [r for r in grid.replies if r.has_error()]
     assert len(unmask) == 4
     assert all("both shares" in str(r.error.reason) for r in unmask)
@@ -273,7 +314,9 @@ def test_defect_dropouts_in_setup_and_share_keys_do_not_halt_the_round(
     silent = {1: "advertise_keys", 2: "share_keys"}
     grid = loopback_grid(vector_client_app(vectors), silent=silent)
     encoding = SumEncoding(clip=2.0, weight_key=None)
-    result = run_secure_sum(grid, content(), encoding=encoding, timeout=5.0)
+    result = run_secure_sum(
+        grid, content(), encoding=encoding, timeout=5.0, trust_store=grid.trust_store
+    )
     assert result.dropped == silent and result.survivors == tuple(range(3, 9))
     np.testing.assert_allclose(result.total, sum(vectors[n] for n in range(3, 9)), atol=1e-6)
 
@@ -283,7 +326,7 @@ def test_defect_headroom_is_checked_before_any_message(loopback_grid: Any) -> No
     grid = loopback_grid({node: None for node in range(1, 1001)})
     encoding = SumEncoding(clip=1.0, scale=2.0**22, weight_key=None)
     with pytest.raises(HeadroomError, match="use at least 33 bits"):
-        run_secure_sum(grid, content(), encoding=encoding)
+        run_secure_sum(grid, content(), encoding=encoding, trust_store=grid.trust_store)
     assert grid.sent == []
 
 

@@ -57,11 +57,16 @@ def simulation() -> Any:
             del sys.modules[name]
 
 
+def client_ids(partitions: dict[int, int]) -> dict[int, int]:
+    """Node → client id: the app's identities give partition p the id p + 1."""
+    return {node: p + 1 for node, p in partitions.items()}
+
+
 def client_inputs(result: Any, model: Any, partitions: dict[int, int], local_train: Any) -> Any:
     """Every node's quantised reply, as its secure-sum Mod computed it (client-id order)."""
     quantizer = Quantizer(result.encoding.clip, result.encoding.scale)
     rows, plain = [], {}
-    for node, u in sorted(result.client_ids.items(), key=lambda item: item[1]):
+    for node, u in sorted(client_ids(partitions).items(), key=lambda item: item[1]):
         new_model, examples = local_train(model, partitions[node], 0)
         flat = np.concatenate([a.ravel() for a in new_model])
         plain[node] = (flat, examples)
@@ -94,7 +99,7 @@ def test_rounds_equal_the_in_memory_runner(simulation: Any) -> None:
             modulus_bits=result.config.modulus_bits,
             threshold=result.config.threshold,
             neighbors=result.config.neighbors,
-            dropouts=dropout_phases(result),
+            dropouts=dropout_phases(result, client_ids(record.partitions)),
             seed=0,
         )
         np.testing.assert_array_equal(reference.total, result.ring_total)

@@ -22,9 +22,16 @@ from flwr.serverapp.strategy import FedAvg
 from dpquantile import FastDiscreteGaussian, HistogramTree
 from protocols.aggregation import geometric_median
 from protocols.integrations.flower import SecureStrategy, make_protocols_mod
+from secagg import generate_identities
 from secagg.integrations.flower import RECORD_KEY
 
 DIM = 6
+
+
+class Apps(dict[int, Any]):
+    """Node id → ClientApp, with the trust store of the nodes' identities."""
+
+    trust_store: Any = None
 
 
 def strategy_apps(
@@ -34,10 +41,15 @@ def strategy_apps(
     *,
     mod_seed: int = 3,
 ) -> Any:
-    """ClientApps whose Mod knows the aggregations' encoders."""
-    apps = {}
+    """ClientApps whose Mod knows the aggregations' encoders; each node has an identity and
+    ``apps.trust_store`` lists them (the loopback grid passes it on as ``grid.trust_store``)."""
+    apps = Apps()
+    order = sorted(vectors)
+    keys, apps.trust_store = generate_identities(range(1, len(order) + 1), seed=mod_seed)
     for node, vector in vectors.items():
-        app = ClientApp(mods=[make_protocols_mod(seed=mod_seed)])
+        identity = keys[order.index(node) + 1]
+        mod = make_protocols_mod(seed=mod_seed, identity=identity, trust_store=apps.trust_store)
+        app = ClientApp(mods=[mod])
 
         def train(
             message: Message, context: Context, vector: Any = vector, node: int = node
@@ -63,7 +75,13 @@ def test_secure_mean_is_the_weighted_average(loopback_grid: Any) -> None:
     vectors = {n: rng.uniform(-1, 1, DIM) for n in nodes}
     weights = {n: float(5 * n) for n in nodes}
     grid = loopback_grid(strategy_apps(vectors, weights))
-    strategy = SecureStrategy(FedAvg(min_available_nodes=6), "mean", clip=2.0, weight_cap=40.0)
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=6),
+        "mean",
+        clip=2.0,
+        weight_cap=40.0,
+        trust_store=grid.trust_store,
+    )
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     beta = np.array([min(weights[n], 40.0) for n in nodes])
     expected = beta @ np.stack([vectors[n] for n in nodes]) / beta.sum()
@@ -89,6 +107,7 @@ def test_secure_geometric_median_resists_outliers(
         max_iterations=30,
         smoothing=1e-4,
         ftol=1e-8,
+        trust_store=grid.trust_store,
     )
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     median = result.arrays.to_numpy_ndarrays()[0]
@@ -113,7 +132,12 @@ def test_superquantile_averages_the_high_loss_clients(loopback_grid: Any) -> Non
     losses = {n: float(n) for n in nodes}  # client n's pre-training loss is n
     grid = loopback_grid(strategy_apps(vectors, weights, losses))
     strategy = SecureStrategy(
-        FedAvg(min_available_nodes=8), "superquantile", clip=5.0, weight_cap=20.0, theta=0.5
+        FedAvg(min_available_nodes=8),
+        "superquantile",
+        clip=5.0,
+        weight_cap=20.0,
+        theta=0.5,
+        trust_store=grid.trust_store,
     )
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     summary = strategy.history[0]
@@ -138,6 +162,7 @@ def test_superquantile_with_a_dp_quantile_records_its_event(loopback_grid: Any) 
         weight_cap=1.0,
         theta=0.5,
         quantile_rho=2.0,
+        trust_store=grid.trust_store,
     )
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     (event,) = strategy.history[0].events
@@ -162,6 +187,7 @@ def test_noisy_secure_mean_records_its_event_and_stays_close(loopback_grid: Any)
         noise_rho=50.0,
         modulus_bits=64,
         seed=11,  # with the Mods' seed 3: the noise and the rounding are fixed
+        trust_store=grid.trust_store,
     )
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     (event,) = strategy.history[0].events
@@ -198,6 +224,7 @@ def test_noise_events_carry_the_clients_sampler_tv_bound(loopback_grid: Any) -> 
         noise_rho=20.0,
         modulus_bits=64,
         seed=2,
+        trust_store=grid.trust_store,
     )
     strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     summary = strategy.history[0]
@@ -231,6 +258,7 @@ def run_noisy_superquantile(
         modulus_bits=64,
         seed=strategy_seed,
         **options,
+        trust_store=grid.trust_store,
     )
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     return result.arrays.to_numpy_ndarrays()[0], strategy, grid
@@ -302,6 +330,7 @@ def test_refuse_shortfall_of_a_noisy_mean(loopback_grid: Any) -> None:
         noise_rho=10.0,
         modulus_bits=64,
         refuse_shortfall=True,
+        trust_store=grid.trust_store,
     )
     result = strategy.start(grid, ArrayRecord([np.ones(DIM)]), num_rounds=2)
     assert [s.refused for s in strategy.history] == [True, True]
@@ -329,7 +358,9 @@ def test_different_contents_per_node_are_refused(loopback_grid: Any) -> None:
     grid = loopback_grid(
         strategy_apps({n: np.zeros(DIM) for n in nodes}, dict.fromkeys(nodes, 1.0))
     )
-    strategy = SecureStrategy(cast(Any, PerNodeContent()), "mean", clip=1.0, weight_cap=1.0)
+    strategy = SecureStrategy(
+        cast(Any, PerNodeContent()), "mean", clip=1.0, weight_cap=1.0, trust_store=grid.trust_store
+    )
     with pytest.raises(ValueError, match="different contents for different nodes"):
         strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     assert grid.sent == []

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from secagg.errors import RemoteProtocolError
-from secagg.keys import agree, decrypt_shares, encrypt_shares, public_key, share_encryption_key
+from secagg.keys import (
+    agree,
+    decrypt_shares,
+    encrypt_shares,
+    is_low_order,
+    public_key,
+    share_encryption_key,
+)
 
 # RFC 7748 §6.1 test vectors.
 ALICE_SK = bytes.fromhex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")
@@ -36,7 +46,7 @@ def test_low_order_key_is_the_peer_s_fault() -> None:
     ],
 )
 def test_ciphertext_is_bound_to_session_and_pair(change: dict[str, object]) -> None:
-    key = share_encryption_key(SHARED, session_id=bytes(32))
+    key = share_encryption_key(SHARED, session_id=bytes(32), sender=1, recipient=2)
     context: dict[str, object] = {"session_id": bytes(32), "sender": 1, "recipient": 2}
     ciphertext = encrypt_shares(key, b"shares", **context)  # type: ignore[arg-type]
     with pytest.raises(RemoteProtocolError, match=r"^share decryption failed"):
@@ -44,7 +54,7 @@ def test_ciphertext_is_bound_to_session_and_pair(change: dict[str, object]) -> N
 
 
 def test_tampering_and_wrong_key_give_one_opaque_error() -> None:
-    key = share_encryption_key(SHARED, session_id=bytes(32))
+    key = share_encryption_key(SHARED, session_id=bytes(32), sender=1, recipient=2)
     ciphertext = bytearray(
         encrypt_shares(key, b"s" * 72, session_id=bytes(32), sender=1, recipient=2)
     )
@@ -52,10 +62,60 @@ def test_tampering_and_wrong_key_give_one_opaque_error() -> None:
     for candidate_key, data in [
         (key, bytes(ciphertext[:-1]) + bytes([ciphertext[-1] ^ 1])),
         (key, bytes(ciphertext[:10])),
-        (share_encryption_key(SHARED, session_id=b"\x02" * 32), bytes(ciphertext)),
+        (
+            share_encryption_key(SHARED, session_id=b"\x02" * 32, sender=1, recipient=2),
+            bytes(ciphertext),
+        ),
+        (
+            share_encryption_key(SHARED, session_id=bytes(32), sender=2, recipient=1),
+            bytes(ciphertext),
+        ),
         (key, b""),
     ]:
         with pytest.raises(RemoteProtocolError) as info:
             decrypt_shares(candidate_key, data, session_id=bytes(32), sender=1, recipient=2)
         messages.add(str(info.value))
     assert messages == {"share decryption failed (peer 1)"}
+
+
+def test_share_keys_are_one_per_direction_and_session() -> None:
+    keys = {
+        share_encryption_key(SHARED, session_id=session, sender=a, recipient=b)
+        for session in (bytes(32), b"\x01" * 32)
+        for a, b in ((1, 2), (2, 1), (1, 3))
+    }
+    assert len(keys) == 6
+    with pytest.raises(ValueError, match="two distinct ids"):
+        share_encryption_key(SHARED, session_id=bytes(32), sender=4, recipient=4)
+
+
+P = 2**255 - 19
+# The five small-order u-coordinates and their non-canonical encodings (u + p, top bit set).
+SMALL = [0, 1, P - 1, *(int.from_bytes(bytes.fromhex(h), "little") for h in (
+    "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",
+    "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",
+))]
+
+
+def _exchange_fails(encoded: bytes) -> bool:
+    try:
+        X25519PrivateKey.generate().exchange(X25519PublicKey.from_public_bytes(encoded))
+    except ValueError:
+        return True
+    return False
+
+
+def test_low_order_check_agrees_with_the_scalar_multiplication() -> None:
+    encodings = []
+    for u in SMALL:
+        for value in (u, u + P):  # X25519 masks bit 255, then reduces modulo p
+            if value < 2**255:
+                encodings += [value.to_bytes(32, "little"), (value + 2**255).to_bytes(32, "little")]
+    assert len(encodings) == 2 * (len(SMALL) + 2)  # only 0 and 1 have a u + p below 2^255
+    for encoded in encodings:
+        assert is_low_order(encoded) and _exchange_fails(encoded)
+    for _ in range(300):
+        encoded = os.urandom(32)
+        assert is_low_order(encoded) == _exchange_fails(encoded)
+    assert not is_low_order(ALICE_PK) and not is_low_order(BOB_PK)
+    assert is_low_order(b"short")

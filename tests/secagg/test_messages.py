@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from secagg import (
     AdvertiseKeys,
+    ConsistencyRequest,
+    ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
     KeyDirectory,
@@ -38,30 +40,43 @@ def masked_inputs(draw: st.DrawFn) -> MaskedInput:
     size = draw(st.integers(0, 70))
     values = draw(st.lists(st.integers(0, ring.modulus - 1), min_size=size, max_size=size))
     vector = np.array(values, dtype=np.uint64).astype(ring.dtype)
-    return MaskedInput(draw(session), draw(ids), bits, vector)
+    complaints = draw(st.lists(ids, max_size=4).map(tuple))
+    return MaskedInput(draw(session), draw(ids), bits, vector, complaints)
+
+
+signature = st.one_of(st.just(b""), st.binary(min_size=64, max_size=64))
+id_lists = st.lists(ids, max_size=8).map(tuple)
 
 
 @st.composite
 def directories(draw: st.DrawFn) -> KeyDirectory:
     members = draw(st.sets(ids, max_size=8))
-    keys = {u: ClientKeys(draw(key), draw(key)) for u in members}
-    return KeyDirectory.build(draw(session), draw(ids), keys)
+    signed = draw(st.booleans())
+    keys = {
+        u: ClientKeys(draw(key), draw(key), draw(st.binary(min_size=64, max_size=64)))
+        for u in members
+    }
+    return KeyDirectory.build(draw(session), draw(ids), keys, signed=signed)
 
 
 messages = st.one_of(
-    st.builds(AdvertiseKeys, session, ids, key, key),
+    st.builds(AdvertiseKeys, session, ids, key, key, signature),
     directories(),
     st.builds(EncryptedShares, session, ids, key, blobs),
     st.builds(ForwardedShares, session, ids, blobs),
     masked_inputs(),
+    st.builds(ConsistencyRequest, session, ids, id_lists),
+    st.builds(ConsistencySignature, session, ids, st.binary(min_size=64, max_size=64)),
+    st.builds(UnmaskRequest, session, ids, id_lists, id_lists, blobs),
     st.builds(
-        UnmaskRequest,
+        UnmaskResponse,
         session,
         ids,
-        st.lists(ids, max_size=8).map(tuple),
-        st.lists(ids, max_size=8).map(tuple),
+        blobs,
+        blobs,
+        st.one_of(st.just(b""), st.binary(min_size=32, max_size=32)),
+        blobs,
     ),
-    st.builds(UnmaskResponse, session, ids, blobs, blobs),
 )
 
 
@@ -80,7 +95,7 @@ def test_roundtrip(message: Any) -> None:
 
 @given(masked_inputs())
 def test_masked_input_size_is_packed(message: MaskedInput) -> None:
-    header = 1 + 1 + 32 + 4 + 1 + 8
+    header = 1 + 1 + 32 + 4 + 1 + 4 + 4 * len(message.complaints) + 8
     assert len(encode_message(message)) == header + Ring(message.modulus_bits).packed_size(
         message.vector.size
     )
@@ -126,8 +141,8 @@ def test_decoding_mutated_messages_raises_only_remote_errors(
 
 def test_specific_malformations_are_explained() -> None:
     good = encode_message(AdvertiseKeys(bytes(32), 1, bytes(32), bytes(32)))
-    with pytest.raises(RemoteProtocolError, match="unsupported protocol version 2"):
-        decode_message(b"\x02" + good[1:])
+    with pytest.raises(RemoteProtocolError, match="unsupported protocol version 1"):
+        decode_message(b"\x01" + good[1:])
     with pytest.raises(RemoteProtocolError, match="unknown message type 99"):
         decode_message(good[:1] + b"\x63" + good[2:])
     with pytest.raises(RemoteProtocolError, match="trailing bytes"):
@@ -138,7 +153,7 @@ def test_specific_malformations_are_explained() -> None:
         bytes(32), 1, {2: ClientKeys(bytes(32), bytes(32)), 5: ClientKeys(bytes(32), bytes(32))}
     )
     data = bytearray(encode_message(directory))
-    data[42:46] = (9).to_bytes(4, "little")  # first id 9 > second id 5: not sorted
+    data[43:47] = (9).to_bytes(4, "little")  # first id 9 > second id 5: not sorted
     with pytest.raises(RemoteProtocolError, match="strictly increasing"):
         decode_message(bytes(data))
     masked = encode_message(MaskedInput(bytes(32), 1, 12, np.arange(3, dtype=np.uint32)))
@@ -146,10 +161,17 @@ def test_specific_malformations_are_explained() -> None:
         decode_message(masked[:-1])
     with pytest.raises(RemoteProtocolError, match="count exceeds"):
         decode_message(
-            encode_message(UnmaskRequest(bytes(32), 1, (), ()))[:-8]
+            encode_message(UnmaskRequest(bytes(32), 1, (), ()))[:-12]
             + b"\xff\xff\xff\xff"
-            + bytes(4)
+            + bytes(8)
         )
+    advert = encode_message(AdvertiseKeys(bytes(32), 1, bytes(32), bytes(32), bytes(64)))
+    with pytest.raises(RemoteProtocolError, match="field of 63 bytes"):
+        decode_message(advert[:102] + b"\x3f" + advert[103:-1])
+    with pytest.raises(RemoteProtocolError, match="directory flag 2"):
+        encoded = bytearray(encode_message(directory))
+        encoded[38] = 2
+        decode_message(bytes(encoded))
 
 
 def test_construction_validates_structure() -> None:

@@ -15,14 +15,18 @@ from secagg import (
     ClientState,
     LocalProtocolError,
     MaskedInput,
+    Phase,
     RemoteProtocolError,
     SecAggConfig,
     Server,
     ServerState,
+    ThreatModel,
     TooFewSurvivorsError,
     UnmaskRequest,
     UnmaskResponse,
     encode_message,
+    generate_identities,
+    plain_outcome,
     secure_sum,
 )
 from secagg.messages import Message
@@ -51,7 +55,8 @@ def test_signed_inputs_and_centred_total() -> None:
 def test_single_dropout_at_each_phase(phase: str) -> None:
     inputs = np.arange(8 * 5).reshape(8, 5)
     result = secure_sum(inputs, neighbors=4, threshold=2, dropouts={phase: [3]}, seed=11)
-    expected_survivors = tuple(range(8)) if phase == "unmask" else (0, 1, 2, 4, 5, 6, 7)
+    late = phase in ("consistency_check", "unmask")  # the masked input was already sent
+    expected_survivors = tuple(range(8)) if late else (0, 1, 2, 4, 5, 6, 7)
     assert result.survivors == expected_survivors
     assert result.total.tolist() == plaintext_sum(inputs, expected_survivors, 32)
 
@@ -73,33 +78,44 @@ def test_dropouts_in_every_phase_at_once() -> None:
 
 
 @pytest.mark.parametrize(
-    ("n", "t"),
+    ("n", "t", "threat_model"),
     [
-        (4, 2),
-        pytest.param(5, 2, marks=pytest.mark.slow),
-        pytest.param(5, 3, marks=pytest.mark.slow),
+        (4, 2, "semi-honest"),
+        (4, 2, "malicious"),
+        pytest.param(5, 2, "semi-honest", marks=pytest.mark.slow),
+        pytest.param(5, 3, "semi-honest", marks=pytest.mark.slow),
+        pytest.param(5, 2, "malicious", marks=pytest.mark.slow),
     ],
 )
 def test_every_small_dropout_pattern_matches_the_specification(
-    n: int, t: int, outcome_spec: Callable[..., tuple[bool, set[int]]]
+    n: int, t: int, threat_model: str, outcome_spec: Callable[..., tuple[bool, set[int]]]
 ) -> None:
-    # All assignments of n clients to {stay, drop at one of the 4 phases}, complete graph: the
+    # All assignments of n clients to {stay, drop at one of the phases}, complete graph: the
     # round completes exactly when the specification says so, with exactly the right sum.
     inputs = np.arange(1, n + 1)[:, None] * np.array([1, 10])
     neighbors = {u: set(range(1, n + 1)) - {u} for u in range(1, n + 1)}
-    for pattern in product(range(5), repeat=n):
-        dropouts = {PHASES[p - 1]: [i for i in range(n) if pattern[i] == p] for p in range(1, 5)}
+    phases = [p.value for p in Phase.of(ThreatModel(threat_model))]
+    colluding = t - 1 if threat_model == "malicious" else None  # the default c
+    for pattern in product(range(len(phases) + 1), repeat=n):
+        dropouts = {
+            phases[p - 1]: [i for i in range(n) if pattern[i] == p]
+            for p in range(1, len(phases) + 1)
+        }
         phase_done = [
-            {i + 1 for i in range(n) if pattern[i] == 0 or pattern[i] > k} for k in range(1, 5)
+            {i + 1 for i in range(n) if pattern[i] == 0 or pattern[i] > k}
+            for k in range(1, len(phases) + 1)
         ]
-        completes, survivors = outcome_spec(neighbors, t, *phase_done)
+        completes, survivors = outcome_spec(neighbors, t, *phase_done, colluding=colluding)
+        # The library's plain-path rule agrees with the specification on every pattern.
+        assert plain_outcome(n, dropouts, threshold=t, threat_model=threat_model)[0] == completes
+        run = {"threshold": t, "dropouts": dropouts, "seed": 1, "threat_model": threat_model}
         if completes:
-            result = secure_sum(inputs, threshold=t, dropouts=dropouts, seed=1)
+            result = secure_sum(inputs, **run)  # type: ignore[arg-type]
             assert set(result.survivors) == {u - 1 for u in survivors}
             assert result.total.tolist() == plaintext_sum(inputs, result.survivors, 32)
         else:
             with pytest.raises(TooFewSurvivorsError):
-                secure_sum(inputs, threshold=t, dropouts=dropouts, seed=1)
+                secure_sum(inputs, **run)  # type: ignore[arg-type]
 
 
 def test_too_few_clients_abort_cleanly_with_reason() -> None:
@@ -147,16 +163,26 @@ def test_bad_arguments(kwargs: dict[str, object], error: type[Exception], match:
 class Round:
     """A small round driven by hand, so tests can tamper with messages."""
 
-    def __init__(self, n: int = 5, threshold: int = 2, neighbors: int | None = None) -> None:
-        self.config = SecAggConfig(
-            dimension=4, threshold=threshold, neighbors=neighbors, round_nonce=b"t"
-        )
+    def __init__(
+        self,
+        factory: Callable[..., tuple[SecAggConfig, dict[int, Client], Server]],
+        n: int = 5,
+        threshold: int = 2,
+        neighbors: int | None = None,
+        threat_model: str = "semi-honest",
+        seed: int = 0,
+    ) -> None:
         self.inputs = {u: [u, 2 * u, 3 * u, 4 * u] for u in range(1, n + 1)}
-        self.clients = {u: Client(self.config, u, input_vector=self.inputs[u]) for u in self.inputs}
-        self.server = Server(self.config, self.inputs)
+        self.config, self.clients, self.server = factory(
+            self.inputs,
+            threshold=threshold,
+            neighbors=neighbors,
+            threat_model=threat_model,
+            seed=seed,
+        )
 
     def to_server(self, messages: list[Message]) -> list[Message]:
-        return [r for m in messages for r in self.server.receive(m)]
+        return [r for m in messages for r in self.server.receive(m, peer_id=m.peer)]
 
     def to_clients(self, messages: list[Message]) -> list[Message]:
         return [r for m in messages for r in self.clients[m.peer].receive(m)]
@@ -164,11 +190,17 @@ class Round:
     def until_unmask_requests(self) -> list[Message]:
         directory = self.to_server([m for c in self.clients.values() for m in c.start()])
         forwarded = self.to_server(self.to_clients(directory))
-        return self.to_server(self.to_clients(forwarded))
+        replies = self.to_server(self.to_clients(forwarded))
+        if self.config.malicious:  # the consistency round
+            replies = self.to_server(self.to_clients(replies))
+        return replies
 
 
-def test_client_refuses_to_reveal_both_shares_of_one_neighbour() -> None:
-    game = Round()
+RoundFactory = Callable[..., tuple[SecAggConfig, dict[int, Client], Server]]
+
+
+def test_client_refuses_to_reveal_both_shares_of_one_neighbour(round_factory: RoundFactory) -> None:
+    game = Round(round_factory)
     requests = game.until_unmask_requests()
     request = next(m for m in requests if m.peer == 1)
     assert isinstance(request, UnmaskRequest)
@@ -192,8 +224,10 @@ def test_client_refuses_to_reveal_both_shares_of_one_neighbour() -> None:
         (lambda r: dataclasses.replace(r, recipient=r.recipient % 5 + 1), "addressed to"),
     ],
 )
-def test_client_aborts_on_hostile_unmask_requests(tamper: object, match: str) -> None:
-    game = Round()
+def test_client_aborts_on_hostile_unmask_requests(
+    tamper: object, match: str, round_factory: RoundFactory
+) -> None:
+    game = Round(round_factory)
     request = next(m for m in game.until_unmask_requests() if m.peer == 2)
     assert callable(tamper)
     with pytest.raises((RemoteProtocolError, TooFewSurvivorsError), match=match):
@@ -201,8 +235,8 @@ def test_client_aborts_on_hostile_unmask_requests(tamper: object, match: str) ->
     assert game.clients[2].state is ClientState.ABORTED
 
 
-def test_messages_from_the_wrong_phase_abort_the_client() -> None:
-    game = Round()
+def test_messages_from_the_wrong_phase_abort_the_client(round_factory: RoundFactory) -> None:
+    game = Round(round_factory)
     directory = game.to_server([m for c in game.clients.values() for m in c.start()])
     forwarded = game.to_server(game.to_clients(directory))
     with pytest.raises(RemoteProtocolError, match="unexpected KeyDirectory"):
@@ -213,18 +247,18 @@ def test_messages_from_the_wrong_phase_abort_the_client() -> None:
         client.receive(replayed_into_next_phase)
 
 
-def test_directory_without_the_client_s_own_keys_aborts() -> None:
-    game = Round()
+def test_directory_without_the_client_s_own_keys_aborts(round_factory: RoundFactory) -> None:
+    game = Round(round_factory)
     directory = game.to_server([m for c in game.clients.values() for m in c.start()])
-    other = Round()
+    other = Round(round_factory, seed=1)
     foreign = other.to_server([m for c in other.clients.values() for m in c.start()])
     with pytest.raises(RemoteProtocolError, match="does not list this client's keys"):
         game.clients[1].receive(foreign[0])
     assert game.clients[2].receive(directory[1])  # the genuine one still works elsewhere
 
 
-def test_server_records_faults_and_carries_on() -> None:
-    game = Round()
+def test_server_records_faults_and_carries_on(round_factory: RoundFactory) -> None:
+    game = Round(round_factory)
     adverts = [m for c in game.clients.values() for m in c.start()]
     game.to_server(adverts[:2])
     with pytest.raises(RemoteProtocolError, match="conflicting"):
@@ -260,24 +294,32 @@ def test_server_records_faults_and_carries_on() -> None:
     assert game.server.result.total.tolist() == expected
 
 
-def test_server_never_reconstructs_both_secrets_of_a_client() -> None:
-    game = Round(n=8, threshold=3, neighbors=4)
+def test_server_never_reconstructs_both_secrets_of_a_client(round_factory: RoundFactory) -> None:
+    game = Round(round_factory, n=8, threshold=3, neighbors=4)
     directory = game.to_server([m for c in game.clients.values() for m in c.start()])
     forwarded = game.to_server(game.to_clients(directory))
     masked = game.to_clients(forwarded)
     masked = [m for m in masked if m.peer != 4]  # client 4 drops before masking
     requests = game.to_server(masked)
     requests.extend(game.server.close_phase())
-    game.to_server(game.to_clients(requests))
+    assert game.server.graph is not None
+    silent = game.server.graph.neighbors(4)[0]  # and its neighbour vanishes before unmasking
+    game.to_server(game.to_clients([r for r in requests if r.peer != silent]))
+    game.server.close_phase()
     server = game.server
     assert server.state is ServerState.COMPLETED
-    assert not server.reconstructed_seed_owners & server.reconstructed_key_owners
+    # The silent survivor's seed and the dropped client's mask key come from shares; the other
+    # survivors revealed their own seeds and their pairwise keys with client 4.
+    assert server.reconstructed_seed_owners == {silent}
     assert server.reconstructed_key_owners == {4}
     assert server.result.survivors == (1, 2, 3, 5, 6, 7, 8)
+    assert server.result.total.tolist() == [
+        sum(game.inputs[u][j] for u in server.result.survivors) for j in range(4)
+    ]
 
 
-def test_aborted_server_refuses_further_calls() -> None:
-    game = Round(n=4, threshold=3)
+def test_aborted_server_refuses_further_calls(round_factory: RoundFactory) -> None:
+    game = Round(round_factory, n=4, threshold=3)
     game.to_server([m for c in list(game.clients.values())[:3] for m in c.start()])
     with pytest.raises(TooFewSurvivorsError, match="only 3 clients advertised keys"):
         game.server.close_phase()
@@ -289,7 +331,21 @@ def test_aborted_server_refuses_further_calls() -> None:
 
 
 def test_client_api_misuse() -> None:
-    config = SecAggConfig(dimension=3, threshold=1)
+    malicious = SecAggConfig(dimension=3, threshold=1, round_nonce=bytes(16))
+    with pytest.raises(TypeError, match="malicious mode needs identity"):
+        Client(malicious, 1)
+    keys, store = generate_identities([1, 2], seed=0)
+    with pytest.raises(ValueError, match="does not list this identity"):
+        Client(malicious, 1, identity=keys[2], trust_store=store)
+    with pytest.raises(TypeError, match="malicious mode needs trust_store"):
+        Server(malicious, [1, 2])
+    with pytest.raises(ValueError, match="missing from the trust store"):
+        Server(malicious, [1, 2, 3], trust_store=store)
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        SecAggConfig(dimension=3, threshold=1, round_nonce=b"short")
+    config = SecAggConfig(
+        dimension=3, threshold=1, round_nonce=bytes(16), threat_model="semi-honest"
+    )
     with pytest.raises(ValueError, match="dimension 3"):
         Client(config, 1, input_vector=[1, 2])
     with pytest.raises(ValueError, match="client_id"):
@@ -305,7 +361,9 @@ def test_client_api_misuse() -> None:
 
 
 def test_client_without_input_fails_locally_at_masking() -> None:
-    config = SecAggConfig(dimension=2, threshold=1)
+    config = SecAggConfig(
+        dimension=2, threshold=1, round_nonce=bytes(16), threat_model="semi-honest"
+    )
     clients = {1: Client(config, 1), 2: Client(config, 2, input_vector=[1, 1])}
     server = Server(config, clients)
     directory = [r for c in clients.values() for m in c.start() for r in server.receive(m)]
@@ -319,68 +377,84 @@ def _corrupt(share: bytes) -> bytes:
     return bytes([share[0] ^ 1]) + share[1:]
 
 
-def test_a_lying_share_holder_is_survived_with_spare_shares(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_a_lying_share_holder_is_corrected_and_named(
+    threat_model: str, round_factory: RoundFactory
 ) -> None:
-    game = Round(n=6, threshold=2)
+    # The owner vanishes before unmasking, so its seed must be rebuilt from the others' shares;
+    # one holder lies about its share and Reed–Solomon decoding corrects and names it.
+    game = Round(round_factory, n=6, threshold=2, threat_model=threat_model)
     requests = game.until_unmask_requests()
-    responses = game.to_clients(requests)
+    owner = 6
+    responses = game.to_clients([r for r in requests if r.peer != owner])
     liar = responses[0]
     assert isinstance(liar, UnmaskResponse)
-    owner, share = liar.seed_shares[0]
-    lying = dataclasses.replace(liar, seed_shares=((owner, _corrupt(share)), *liar.seed_shares[1:]))
+    shares = dict(liar.seed_shares)
+    shares[owner] = _corrupt(shares[owner])
+    lying = dataclasses.replace(liar, seed_shares=tuple(shares.items()))
     game.to_server([lying, *responses[1:]])
+    game.server.close_phase()
     assert game.server.state is ServerState.COMPLETED
-    assert f"shares from [{liar.sender}] did not verify" in caplog.text
+    blamed = [f.peer_id for f in game.server.result.faults if "wrong share" in str(f)]
+    assert blamed == [liar.sender]
     assert game.server.result.total.tolist() == [
         sum(v[j] for v in game.inputs.values()) for j in range(4)
     ]
 
 
-def test_corrupt_shares_without_spares_abort_instead_of_a_wrong_sum() -> None:
-    game = Round(n=3, threshold=2)
+def test_corrupt_shares_without_spares_abort_instead_of_a_wrong_sum(
+    round_factory: RoundFactory,
+) -> None:
+    game = Round(round_factory, n=4, threshold=2)
     requests = game.until_unmask_requests()
-    responses = game.to_clients(requests)
+    owner = 4
+    responses = game.to_clients([r for r in requests if r.peer not in (owner, 3)])
     liar = responses[0]
     assert isinstance(liar, UnmaskResponse)
-    owner, share = liar.seed_shares[0]
-    lying = dataclasses.replace(liar, seed_shares=((owner, _corrupt(share)), *liar.seed_shares[1:]))
+    shares = dict(liar.seed_shares)
+    shares[owner] = _corrupt(shares[owner])
+    lying = dataclasses.replace(liar, seed_shares=tuple(shares.items()))
+    game.to_server([lying, *responses[1:]])
     with pytest.raises(RemoteProtocolError, match=f"client {owner}'s self-mask seed .* corrupt"):
-        game.to_server([lying, *responses[1:]])
+        game.server.close_phase()
     assert game.server.state is ServerState.ABORTED
 
 
-def test_bytes_only_transport() -> None:
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_bytes_only_transport(threat_model: str, round_factory: RoundFactory) -> None:
     # A transport that moves nothing but bytes: receive_bytes on both sides, routing by the
-    # recipient the server returns.
-    config = SecAggConfig(dimension=6, threshold=2, neighbors=2, round_nonce=b"bytes")
+    # recipient the server returns and naming the sender it received from.
     inputs = {u: np.arange(6) * u for u in range(1, 6)}
-    clients = {u: Client(config, u, input_vector=inputs[u]) for u in inputs}
-    server = Server(config, clients)
-    to_server = [encode_message(m) for c in clients.values() for m in c.start()]
+    _, clients, server = round_factory(
+        inputs, threshold=2, neighbors=2, threat_model=threat_model
+    )
+    to_server = [(u, encode_message(m)) for u, c in clients.items() for m in c.start()]
     while to_server:
-        to_clients = [out for data in to_server for out in server.receive_bytes(data)]
-        to_server = [reply for u, data in to_clients for reply in clients[u].receive_bytes(data)]
+        to_clients = [out for u, data in to_server for out in server.receive_bytes(data, peer_id=u)]
+        to_server = [(u, r) for u, data in to_clients for r in clients[u].receive_bytes(data)]
     assert server.state is ServerState.COMPLETED
     assert server.result.total.tolist() == (np.arange(6) * 15).tolist()
     with pytest.raises(RemoteProtocolError):
-        server.receive_bytes(b"\x01\x05junk")
+        server.receive_bytes(b"\x01\x05junk", peer_id=1)
 
 
 def test_min_inputs_aborts_before_any_unmask_request() -> None:
     inputs = [[i, 1] for i in range(6)]
     # 4 masked inputs arrive; the server needs 5: it aborts with nothing unmasked.
+    run = {"dropouts": {"masked_input": [0, 1]}, "seed": 1, "threat_model": "semi-honest"}
     with pytest.raises(TooFewSurvivorsError, match="min_inputs=5") as refused:
-        secure_sum(inputs, dropouts={"masked_input": [0, 1]}, min_inputs=5, seed=1)
+        secure_sum(inputs, min_inputs=5, **run)  # type: ignore[arg-type]
     assert (refused.value.arrived, refused.value.min_inputs) == (4, 5)
-    result = secure_sum(inputs, dropouts={"masked_input": [0, 1]}, min_inputs=4, seed=1)
+    result = secure_sum(inputs, min_inputs=4, **run)  # type: ignore[arg-type]
     assert result.total.tolist() == [2 + 3 + 4 + 5, 4]
     with pytest.raises(ValueError, match="min_inputs"):
         secure_sum(inputs, min_inputs=7)
 
 
 def test_min_inputs_abort_sends_no_unmask_request() -> None:
-    config = SecAggConfig(dimension=2, threshold=2)
+    config = SecAggConfig(
+        dimension=2, threshold=2, round_nonce=bytes(16), threat_model="semi-honest"
+    )
     clients = {u: Client(config, u, input_vector=[u, 1]) for u in (1, 2, 3, 4)}
     server = Server(config, list(clients), min_inputs=4)
     sent: list[Message] = []

@@ -29,6 +29,7 @@ from secagg import (
     ServerState,
     TooFewSurvivorsError,
     UnmaskRequest,
+    generate_identities,
 )
 from secagg.messages import Message
 
@@ -44,14 +45,23 @@ class SecureSumMachine(RuleBasedStateMachine):
         bits=st.sampled_from([5, 32, 64]),
         t_fraction=st.floats(0.0, 1.0),
         seed=st.integers(0, 2**32),
+        malicious=st.booleans(),
     )
-    def setup(self, n: int, harary: bool, bits: int, t_fraction: float, seed: int) -> None:
+    def setup(
+        self, n: int, harary: bool, bits: int, t_fraction: float, seed: int, malicious: bool
+    ) -> None:
         degree = 2 if harary and n >= 4 else None
         max_t = degree if degree is not None else n - 1
         threshold = 1 + int(t_fraction * (max_t - 1))
         self.config = SecAggConfig(
-            dimension=3, threshold=threshold, modulus_bits=bits, neighbors=degree, round_nonce=b"sm"
+            dimension=3,
+            threshold=threshold,
+            modulus_bits=bits,
+            neighbors=degree,
+            round_nonce=b"state machine 16",
+            threat_model="malicious" if malicious else "semi-honest",
         )
+        keys, store = generate_identities(range(1, n + 1), seed)
         rng = np.random.default_rng(seed)
         self.inputs = {
             u: rng.integers(0, 2**bits, size=3, dtype=np.uint64) for u in range(1, n + 1)
@@ -59,11 +69,16 @@ class SecureSumMachine(RuleBasedStateMachine):
         root = KeystreamRandom(seed)
         self.clients = {
             u: Client(
-                self.config, u, input_vector=self.inputs[u], random_source=root.spawn(b"%d" % u)
+                self.config,
+                u,
+                input_vector=self.inputs[u],
+                random_source=root.spawn(b"%d" % u),
+                identity=keys[u],
+                trust_store=store,
             )
             for u in self.inputs
         }
-        self.server = Server(self.config, self.inputs)
+        self.server = Server(self.config, self.inputs, trust_store=store)
         self.pool: list[Message] = [m for c in self.clients.values() for m in c.start()]
         self.history: list[Message] = []
         self.crashed: set[int] = set()
@@ -73,6 +88,7 @@ class SecureSumMachine(RuleBasedStateMachine):
             "AdvertiseKeys",
             "EncryptedShares",
             "MaskedInput",
+            "ConsistencySignature",
             "UnmaskResponse",
         }
 
@@ -82,7 +98,7 @@ class SecureSumMachine(RuleBasedStateMachine):
             if message.peer in self.crashed or self.server.state in TERMINAL:
                 return
             try:
-                self.pool.extend(self.server.receive(message))
+                self.pool.extend(self.server.receive(message, peer_id=message.peer))
             except RemoteProtocolError:
                 assert self.server.state is not ServerState.ABORTED  # peer faults never abort
             except TooFewSurvivorsError:

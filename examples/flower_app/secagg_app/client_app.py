@@ -16,9 +16,10 @@ from flwr.app import ArrayRecord, Context, Error, Message, MetricRecord, RecordD
 from flwr.clientapp import ClientApp
 
 from protocols.integrations.flower import make_protocols_mod
-from secagg import PHASES
+from secagg import PHASES, IdentityKey, TrustStore
 from secagg.integrations.flower import RECORD_KEY
 
+from .identities import node_identity, node_trust_store
 from .task import local_train, loss
 
 DATA_SEED = 0
@@ -52,7 +53,14 @@ def make_client_app(
                 )
         return call_next(message, context)
 
-    app = ClientApp(mods=[drop_mod, make_protocols_mod(seed=seed)])
+    def identity(context: Context) -> IdentityKey:
+        return node_identity(context)
+
+    def trust_store(context: Context) -> TrustStore:
+        return node_trust_store(context)
+
+    mod = make_protocols_mod(seed=seed, identity=identity, trust_store=trust_store)
+    app = ClientApp(mods=[drop_mod, mod])
 
     @app.train()
     def train(message: Message, context: Context) -> Message:

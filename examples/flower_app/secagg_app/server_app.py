@@ -20,8 +20,10 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
 from protocols.integrations.flower import SecureStrategy
+from secagg import TrustStore
 from secagg.integrations.flower import GridSumResult, SumEncoding, run_secure_sum
 
+from .identities import server_trust_store
 from .task import initial_model, loss
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,8 @@ class Settings:
     data_seed: int = 0
     results_file: str = ""
     aggregation: str = "mean"  # or "geometric_median", "superquantile" (SecureStrategy)
+    threat_model: str = "malicious"  # or "semi-honest"
+    keys_dir: str = ""  # `secagg-dp keys` output; "" : nodes' own config, else demo identities
 
 
 @dataclass
@@ -74,6 +78,8 @@ def settings_from(run_config: dict[str, Any]) -> Settings:
         data_seed=int(run_config.get("data-seed", 0)),
         results_file=str(run_config.get("results-file", "")),
         aggregation=str(run_config.get("aggregation", "mean")),
+        threat_model=str(run_config.get("threat-model", "malicious")),
+        keys_dir=str(run_config.get("keys-dir", "")),
     )
 
 
@@ -110,6 +116,13 @@ def ask_partitions(grid: Grid, nodes: list[int], timeout: float) -> dict[int, in
     return out
 
 
+def trust_store_for(settings: Settings, record: RunRecord) -> TrustStore | None:
+    """The clients' verification keys (malicious mode), for client ids partition + 1."""
+    if settings.threat_model != "malicious":
+        return None
+    return server_trust_store(settings.keys_dir, max(record.partitions.values(), default=0) + 1)
+
+
 def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
     """The geometric median (RFA) or Δ-FL through ``SecureStrategy`` around Flower's FedAvg."""
     nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
@@ -125,6 +138,8 @@ def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord
         phase_timeout=settings.timeout,
         loss_range=(0.0, 200.0),
         seed=settings.seed,
+        threat_model=settings.threat_model,
+        trust_store=trust_store_for(settings, record),
     )
 
     def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord:
@@ -146,6 +161,7 @@ def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
     nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
     record.partitions = ask_partitions(grid, nodes, settings.timeout)
     report(settings, {"event": "nodes", "partitions": sorted(record.partitions.values())})
+    trust_store = trust_store_for(settings, record)
     model = initial_model()
     encoding = SumEncoding(
         clip=settings.clip, weight_key="num-examples", weight_cap=settings.weight_cap
@@ -171,6 +187,8 @@ def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
             on_phase=lambda phase, count, r=server_round: report(
                 settings, {"event": "phase", "round": r, "phase": phase, "messages": count}
             ),
+            threat_model=settings.threat_model,
+            trust_store=trust_store,
         )
         record.models.append(model)
         record.results.append(result)

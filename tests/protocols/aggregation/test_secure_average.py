@@ -21,7 +21,7 @@ from protocols.aggregation import (
     ZeroWeightSumError,
     secure_weighted_average,
 )
-from secagg import HeadroomError, TooFewSurvivorsError, secure_sum
+from secagg import HeadroomError, TooFewSurvivorsError, plain_outcome, secure_sum
 
 
 def clients(n: int = 8, d: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -222,8 +222,10 @@ def test_too_few_survivors_propagates(secure: bool) -> None:
 
 
 def test_plain_threshold_rule_matches_secure_sum() -> None:
-    # The plain path's rule (t + 1 clients to the end) against the real protocol, complete graph.
+    # The plain path's rule (secagg.plain_outcome: t + 1 clients, and the malicious mode's
+    # consistency quorum) against the real protocol, complete graph.
     inputs = np.ones((6, 2), dtype=np.int64)
+    assert plain_outcome(6, {"masked_input": [0, 1]}, threshold=3)[0] is False
     for dropped in range(4):
         dropouts = {"masked_input": list(range(dropped))}
         try:
@@ -238,7 +240,7 @@ def test_plain_threshold_rule_matches_secure_sum() -> None:
             plain_ok = True
         except TooFewSurvivorsError:
             plain_ok = False
-        assert secure_ok == plain_ok == (6 - dropped >= 4)
+        assert secure_ok == plain_ok == (6 - dropped >= 5)
 
 
 def test_single_client_is_too_few() -> None:
@@ -298,22 +300,34 @@ def test_certificate_never_understates_the_true_effective_weight(
 def test_max_effective_weight_is_enforced(secure: bool) -> None:
     vectors, _ = clients(n=10, d=3)
     weights = np.ones(10)
+    weights[9] = 2.0  # one client weighs twice the others
     ok = secure_weighted_average(
-        vectors, weights, weight_cap=1.0, max_effective_weight=0.2, secure=secure, seed=0
+        vectors, weights, weight_cap=2.0, max_effective_weight=0.2, secure=secure, seed=0
     )
-    assert ok.certified_max_effective_weight <= 0.2
+    assert ok.certified_max_effective_weight <= 0.2  # 2 / 11
     with pytest.raises(EffectiveWeightError, match="withheld") as info:
         secure_weighted_average(
             vectors,
             weights,
-            weight_cap=1.0,
+            weight_cap=2.0,
             max_effective_weight=0.2,
             secure=secure,
             seed=0,
             threshold=2,
-            dropouts={"masked_input": [0, 1, 2, 3, 4, 5]},
+            dropouts={"masked_input": [0, 1, 2, 3]},
         )
-    assert info.value.limit == 0.2 and info.value.certified == pytest.approx(0.25, rel=1e-6)
+    assert info.value.limit == 0.2 and info.value.certified == pytest.approx(2 / 7, rel=1e-6)
+
+
+def test_heavy_dropout_needs_the_semi_honest_mode() -> None:
+    # Six of ten drop: below the malicious mode's consistency quorum (⌊(10 + 1)/2⌋ + 1 = 6),
+    # fine for the semi-honest mode's threshold t = 2.
+    vectors, weights = clients(n=10, d=3)
+    run = {"threshold": 2, "dropouts": {"masked_input": [0, 1, 2, 3, 4, 5]}, "seed": 0}
+    with pytest.raises(TooFewSurvivorsError, match="consistency quorum"):
+        secure_weighted_average(vectors, weights, **run)  # type: ignore[arg-type]
+    result = secure_weighted_average(vectors, weights, threat_model="semi-honest", **run)  # type: ignore[arg-type]
+    assert result.survivors == (6, 7, 8, 9)
 
 
 # -- noise -----------------------------------------------------------------------------------------

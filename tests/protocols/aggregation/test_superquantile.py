@@ -153,13 +153,13 @@ def test_non_finite_losses_and_updates_are_rejected() -> None:
 
 
 def test_every_tail_client_dropping_out_is_a_reported_failure() -> None:
-    updates, sizes, losses = round_data(6, 3, seed=2)
-    tail = np.argsort(losses)[-2:]  # θ = 1/3 of 6: the two largest losses
+    updates, sizes, losses = round_data(10, 3, seed=2)
+    tail = np.argsort(losses)[-2:]  # θ = 1/5 of 10: the two largest losses
     result = superquantile_aggregate(
         updates,
         sizes,
         losses,
-        theta=1 / 3,
+        theta=1 / 5,
         secure=True,
         seed=1,
         dropouts={"masked_input": tail.tolist()},

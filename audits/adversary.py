@@ -1,0 +1,510 @@
+"""The server's whole view of a secure-sum round, and an attempt to reconstruct inputs from it.
+
+A security test of the secure sum must attack it end to end (DESIGN.md, "Threat models"): take
+everything a malicious server holds — every message clients sent it, every message it sent
+them, the private keys of any public keys it substituted, and the whole state of the clients
+colluding with it — and try to strip the masks off an honest client's masked input. This module
+is that attempt. :func:`reconstruct_inputs` tries every route to each mask:
+
+- a self-mask seed b_u: revealed by u, or rebuilt from any t shares the server holds (shares
+  revealed at unmask, and the shares inside ciphertexts it can decrypt: those addressed to
+  colluders or to keys it substituted), checked against u's commitment;
+- a pairwise mask key with neighbour v: revealed by u or v, derived from either endpoint's mask
+  private key when the server knows it (a colluder's, a substituted one, or one rebuilt from t
+  key shares), checked against the public keys.
+
+Every client whose masks can all be removed is returned with its input; a test compares against
+the honest clients' true inputs. Nothing here trusts the protocol's own bookkeeping (which
+shares it "answered"); only bytes the server actually holds count.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from secagg import shamir
+from secagg.config import SecAggConfig
+from secagg.errors import RemoteProtocolError
+from secagg.keys import KEY_BYTES, KeyPair, decrypt_shares, share_encryption_key
+from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
+from secagg.messages import (
+    EncryptedShares,
+    ForwardedShares,
+    KeyDirectory,
+    MaskedInput,
+    Message,
+    UnmaskResponse,
+)
+from secagg.transcript import SHARE_BYTES, decode_share, seed_commitment, session_id
+
+__all__ = [
+    "AdversarialRound",
+    "ColludingClient",
+    "ServerView",
+    "honest_inputs_exposed",
+    "reconstruct_inputs",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ColludingClient:
+    """What a client colluding with the server hands over: all its round secrets."""
+
+    client_id: int
+    encryption_key: bytes  # X25519 private key (share encryption)
+    mask_key: bytes  # X25519 private key (pairwise masks)
+    self_mask_seeds: tuple[bytes, ...] = ()  # one per session it took part in
+
+
+@dataclass(slots=True)
+class ServerView:
+    """Everything the adversary holds in one round.
+
+    Attributes
+    ----------
+    config
+        The round's public parameters.
+    received
+        Every message a client sent to the server, in any order, duplicates allowed.
+    sent
+        Every message the server sent, each to its recipient (``message.peer``).
+    substituted_keys
+        Private keys of X25519 public keys the server put into directories itself.
+    colluding
+        The colluding clients' secrets.
+    """
+
+    config: SecAggConfig
+    received: list[Message] = field(default_factory=list)
+    sent: list[Message] = field(default_factory=list)
+    substituted_keys: list[bytes] = field(default_factory=list)
+    colluding: list[ColludingClient] = field(default_factory=list)
+    _parsed: dict[bytes, KeyPair] = field(default_factory=dict, repr=False)
+
+    def known_private_keys(self) -> dict[bytes, KeyPair]:
+        """Public key → key pair for every X25519 key the adversary can use."""
+        privates = list(self.substituted_keys)
+        for client in self.colluding:
+            privates += [client.encryption_key, client.mask_key]
+        for private in privates:
+            if private not in self._parsed:
+                self._parsed[private] = KeyPair.from_private_bytes(private)
+        return {self._parsed[k].public: self._parsed[k] for k in privates}
+
+
+def _first_verifying(
+    shares: Mapping[int, NDArray[np.int64]], threshold: int, check: object, limit: int = 200
+) -> bytes | None:
+    """A 32-byte secret from some t of ``shares`` that passes ``check`` (subsets tried, bounded)."""
+    assert callable(check)
+    holders = sorted(shares)
+    if len(holders) < threshold:
+        return None
+    for count, subset in enumerate(itertools.combinations(holders, threshold)):
+        if count >= limit:
+            break
+        values = np.stack([shares[h] for h in subset])
+        try:
+            secret = shamir.join_secret(shamir.reconstruct(list(subset), values), KEY_BYTES)
+        except ValueError:
+            continue
+        if check(secret):
+            return secret
+    return None
+
+
+class _Session:
+    """One session's share material, as seen by the server."""
+
+    def __init__(self, view: ServerView, sid: bytes) -> None:
+        self.sid = sid
+        self.seed_shares: dict[int, dict[int, NDArray[np.int64]]] = {}
+        self.key_shares: dict[int, dict[int, NDArray[np.int64]]] = {}
+        self.revealed_seeds: dict[int, bytes] = {}
+        self.revealed_pairwise: dict[frozenset[int], set[bytes]] = {}
+        self.commitments: dict[int, bytes] = {}
+        for message in view.received:
+            if message.session_id != sid:
+                continue
+            if isinstance(message, UnmaskResponse):
+                holder = message.sender
+                for store, entries in (
+                    (self.seed_shares, message.seed_shares),
+                    (self.key_shares, message.key_shares),
+                ):
+                    for owner, data in entries:
+                        values = decode_share(data)
+                        if values is not None:
+                            store.setdefault(owner, {})[holder] = values
+                if message.self_mask_seed:
+                    self.revealed_seeds[holder] = message.self_mask_seed
+                for other, key in message.pairwise_keys:
+                    self.revealed_pairwise.setdefault(frozenset((holder, other)), set()).add(key)
+            elif isinstance(message, EncryptedShares):
+                self.commitments.setdefault(message.sender, message.seed_commitment)
+
+    def add_decrypted(self, owner: int, holder: int, plaintext: bytes) -> None:
+        for store, chunk in (
+            (self.seed_shares, plaintext[:SHARE_BYTES]),
+            (self.key_shares, plaintext[SHARE_BYTES:]),
+        ):
+            values = decode_share(chunk)
+            if values is not None:
+                store.setdefault(owner, {}).setdefault(holder, values)
+
+
+def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
+    """Every client whose input the adversary can compute from ``view``: id → centred input.
+
+    Parameters
+    ----------
+    view
+        The adversary's whole view of the round.
+
+    Returns
+    -------
+    dict
+        Client id → its input (centred representatives), for each client whose masked input the
+        server holds and whose every mask it can remove.
+
+    Examples
+    --------
+    >>> from secagg import SecAggConfig
+    >>> cfg = SecAggConfig(dimension=2, threshold=1, round_nonce=bytes(16),
+    ...                    threat_model="semi-honest")
+    >>> reconstruct_inputs(ServerView(cfg))   # a server that received nothing learns nothing
+    {}
+    """
+    config = view.config
+    ring = config.ring
+    name = config.vector_name
+    t = config.threshold
+    known = view.known_private_keys()
+    directories: dict[int, list[KeyDirectory]] = {}
+    forwarded: dict[tuple[bytes, int], ForwardedShares] = {}
+    for message in view.sent:
+        if isinstance(message, KeyDirectory):
+            directories.setdefault(message.recipient, []).append(message)
+        elif isinstance(message, ForwardedShares):
+            forwarded.setdefault((message.session_id, message.recipient), message)
+    sessions: dict[bytes, _Session] = {}
+    # The directory each client used, by the session id it derived from it.
+    directory_of: dict[tuple[bytes, int], KeyDirectory] = {}
+    for recipient, listed in directories.items():
+        for sent_directory in listed:
+            sid = session_id(config.digest, sent_directory.entries)
+            directory_of[(sid, recipient)] = sent_directory
+    encrypted = [m for m in view.received if isinstance(m, EncryptedShares)]
+
+    def session_of(sid: bytes) -> _Session:
+        if sid not in sessions:
+            sessions[sid] = _Session(view, sid)
+        return sessions[sid]
+
+    for message in encrypted:
+        sid = message.session_id
+        session = session_of(sid)
+        used = directory_of.get((sid, message.sender))
+        if used is None:
+            continue
+        entries = used.keys()
+        if message.sender not in entries:
+            continue
+        owner_public = entries[message.sender].encryption_key
+        for recipient, ciphertext in message.ciphertexts:
+            recipient_entry = entries.get(recipient)
+            if recipient_entry is None:
+                continue
+            pair = known.get(recipient_entry.encryption_key)
+            if pair is None:
+                continue  # the server cannot decrypt what the recipient's own key protects
+            try:
+                shared = pair.agree(owner_public)
+                key = share_encryption_key(
+                    shared, session_id=sid, sender=message.sender, recipient=recipient
+                )
+                plaintext = decrypt_shares(
+                    key, ciphertext, session_id=sid, sender=message.sender, recipient=recipient
+                )
+            except (RemoteProtocolError, ValueError):
+                continue
+            session.add_decrypted(message.sender, recipient, plaintext)
+    colluder_seeds = {
+        (client.client_id, seed) for client in view.colluding for seed in client.self_mask_seeds
+    }
+    recovered: dict[int, NDArray[np.int64]] = {}
+    for message in view.received:
+        if not isinstance(message, MaskedInput) or message.sender in recovered:
+            continue
+        sid, u = message.session_id, message.sender
+        used = directory_of.get((sid, u))
+        routed = forwarded.get((sid, u))
+        if used is None or routed is None or message.vector.size != config.dimension:
+            continue
+        session = session_of(sid)
+        entries = used.keys()
+        mask_public = {v: keys.mask_key for v, keys in entries.items()}
+        commitment = session.commitments.get(u)
+
+        def seed_ok(
+            seed: bytes, owner: int = u, com: bytes | None = commitment, sid: bytes = sid
+        ) -> bool:
+            return com is None or seed_commitment(sid, owner, seed) == com
+
+        seed = session.revealed_seeds.get(u)
+        if seed is None or not seed_ok(seed):
+            seed = next((s for owner, s in colluder_seeds if owner == u and seed_ok(s)), None)
+        if seed is None:
+            seed = _first_verifying(session.seed_shares.get(u, {}), t, seed_ok)
+        if seed is None:
+            continue
+
+        def mask_pair(
+            owner: int,
+            mask_public: dict[int, bytes] = mask_public,
+            session: _Session = session,
+        ) -> KeyPair | None:
+            public = mask_public.get(owner)
+            if public is None:
+                return None
+            pair = known.get(public)
+            if pair is not None:
+                return pair
+
+            def key_ok(secret: bytes, public: bytes = public) -> bool:
+                return KeyPair.from_private_bytes(secret).public == public
+
+            secret = _first_verifying(session.key_shares.get(owner, {}), t, key_ok)
+            return None if secret is None else KeyPair.from_private_bytes(secret)
+
+        own_pair = mask_pair(u)
+        plus: list[bytes] = []
+        minus: list[bytes] = []
+        complete = True
+        for v, _ in routed.ciphertexts:
+            candidates = set(session.revealed_pairwise.get(frozenset((u, v)), set()))
+            computed = None
+            for pair, other in ((own_pair, v), (mask_pair(v), u)):
+                if pair is not None and other in mask_public:
+                    try:
+                        shared = pair.agree(mask_public[other])
+                    except RemoteProtocolError:
+                        continue
+                    computed = pairwise_mask_key(
+                        shared, session_id=sid, first=u, second=v, vector_name=name
+                    )
+                    break
+            if computed is not None:
+                key = computed
+            elif len(candidates) == 1:
+                key = next(iter(candidates))
+            else:
+                complete = False
+                break
+            # y_u = x_u + PRG(b_u) + Σ_{v>u} PRG(s_uv) − Σ_{v<u} PRG(s_uv): undo each.
+            (minus if v > u else plus).append(key)
+        if not complete:
+            continue
+        minus.append(self_mask_key(seed, session_id=sid, owner=u, vector_name=name))
+        unmasked = message.vector.copy()
+        add_masks(unmasked, ring, add=plus, subtract=minus)
+        ring.normalize(unmasked)
+        recovered[u] = ring.centered(unmasked)
+    return recovered
+
+
+def honest_inputs_exposed(
+    view: ServerView, inputs: Mapping[int, Iterable[int]], honest: Iterable[int]
+) -> list[int]:
+    """The honest clients whose true input :func:`reconstruct_inputs` recovers (should be none).
+
+    Examples
+    --------
+    >>> from secagg import SecAggConfig
+    >>> cfg = SecAggConfig(dimension=1, threshold=1, round_nonce=bytes(16))
+    >>> honest_inputs_exposed(ServerView(cfg), {1: [3]}, [1])
+    []
+    """
+    recovered = reconstruct_inputs(view)
+    ring = view.config.ring
+    out = []
+    for u in honest:
+        if u in recovered:
+            truth = ring.centered(ring.reduce(np.asarray(list(inputs[u]))))
+            if np.array_equal(recovered[u], truth):
+                out.append(u)
+    return sorted(out)
+
+
+class AdversarialRound:
+    """A round whose server the caller controls: honest (or colluding) clients, an honest
+    :class:`~secagg.Server` the adversary uses to produce well-formed messages, and the
+    adversary's :class:`ServerView`, filled as messages pass.
+
+    Colluding clients run the real client code; the adversary reads their secrets as they
+    appear (reading the clients' private state is the point of collusion).
+
+    Parameters
+    ----------
+    inputs
+        Client id → integer vector.
+    threshold, neighbors, threat_model, modulus_bits
+        The round's parameters.
+    colluding
+        Ids of the clients colluding with the server.
+    seed
+        Seed of every party's randomness and of the identities.
+
+    Examples
+    --------
+    >>> game = AdversarialRound({u: [u] for u in (1, 2, 3)}, threshold=2,
+    ...                         threat_model="semi-honest")
+    >>> game.run()
+    >>> game.server.result.total.tolist(), honest_inputs_exposed(game.view, game.inputs, [1, 2, 3])
+    ([6], [])
+    """
+
+    def __init__(
+        self,
+        inputs: Mapping[int, Iterable[int]],
+        *,
+        threshold: int,
+        neighbors: int | None = None,
+        threat_model: str = "malicious",
+        modulus_bits: int = 32,
+        colluding: Iterable[int] = (),
+        seed: int = 0,
+        max_colluding: int | None = None,
+    ) -> None:
+        from secagg import (  # noqa: PLC0415 (audits import the package lazily elsewhere too)
+            Client,
+            KeystreamRandom,
+            Server,
+            generate_identities,
+        )
+
+        self.inputs = {int(u): np.asarray(list(v), dtype=np.int64) for u, v in inputs.items()}
+        dimension = len(next(iter(self.inputs.values())))
+        root = KeystreamRandom(seed, label=b"secagg-dp/audits/adversarial-round")
+        self.config = SecAggConfig(
+            dimension=dimension,
+            threshold=threshold,
+            neighbors=neighbors,
+            modulus_bits=modulus_bits,
+            round_nonce=root.random_bytes(16),
+            threat_model=threat_model,
+            max_colluding=max_colluding,
+        )
+        self.identities, self.trust_store = generate_identities(self.inputs, root.random_bytes(32))
+        malicious = self.config.malicious
+        self.clients = {
+            u: Client(
+                self.config,
+                u,
+                input_vector=vector,
+                random_source=root.spawn(b"client/%d" % u),
+                identity=self.identities[u] if malicious else None,
+                trust_store=self.trust_store if malicious else None,
+            )
+            for u, vector in self.inputs.items()
+        }
+        self.colluding = frozenset(int(u) for u in colluding)
+        self.server = Server(
+            self.config,
+            self.inputs,
+            trust_store=self.trust_store if malicious else None,
+            random_source=root.spawn(b"server"),
+        )
+        self.view = ServerView(self.config)
+        self._colluder_secrets: dict[int, tuple[bytes, bytes, set[bytes]]] = {}
+        self.aborted: dict[int, str] = {}
+
+    @property
+    def honest(self) -> tuple[int, ...]:
+        """The ids of the honest clients."""
+        return tuple(sorted(set(self.clients) - self.colluding))
+
+    def _record_colluder(self, u: int) -> None:
+        if u not in self.colluding:
+            return
+        client = self.clients[u]
+        enc, mask = client._encryption_keys, client._mask_keys
+        if enc is None or mask is None:
+            return
+        _, _, seeds = self._colluder_secrets.setdefault(u, (enc.private, mask.private, set()))
+        if client._self_mask_seed:
+            seeds.add(client._self_mask_seed)
+        self.view.colluding = [
+            ColludingClient(v, e, m, tuple(sorted(s)))
+            for v, (e, m, s) in sorted(self._colluder_secrets.items())
+        ]
+
+    def start(self) -> list[Message]:
+        """Every client's advertisement (not yet delivered)."""
+        out = [m for c in self.clients.values() for m in c.start()]
+        for u in self.colluding:
+            self._record_colluder(u)
+        return out
+
+    def to_client(self, message: Message) -> list[Message]:
+        """Deliver one server message (as the adversary chose it) to its client."""
+        from secagg import ProtocolError  # noqa: PLC0415
+
+        self.view.sent.append(message)
+        u = message.peer
+        client = self.clients[u]
+        if u in self.aborted:
+            return []
+        try:
+            replies = client.receive(message)
+        except ProtocolError as error:
+            self.aborted[u] = str(error)
+            return []
+        self._record_colluder(u)
+        return replies
+
+    def to_server(self, messages: Iterable[Message]) -> list[Message]:
+        """Record client messages in the view and feed them to the honest server."""
+        from secagg import ProtocolError, ServerState  # noqa: PLC0415
+
+        out: list[Message] = []
+        for message in messages:
+            self.view.received.append(message)
+            if self.server.state in (ServerState.COMPLETED, ServerState.ABORTED):
+                continue
+            try:
+                out.extend(self.server.receive(message, peer_id=message.peer))
+            except ProtocolError:
+                continue
+        return out
+
+    def close(self) -> list[Message]:
+        """The honest server's deadline for its current phase."""
+        from secagg import ProtocolError, ServerState  # noqa: PLC0415
+
+        if self.server.state in (ServerState.COMPLETED, ServerState.ABORTED):
+            return []
+        try:
+            return self.server.close_phase()
+        except ProtocolError:
+            return []
+
+    def step(self, outgoing: Iterable[Message], *, silent: Iterable[int] = ()) -> list[Message]:
+        """Deliver ``outgoing`` (clients in ``silent`` get nothing); feed the replies back and
+        close the phase; return the server's next messages."""
+        quiet = set(silent)
+        replies = [r for m in outgoing if m.peer not in quiet for r in self.to_client(m)]
+        return self.to_server(replies) or self.close()
+
+    def run(self, silent: Mapping[str, Iterable[int]] | None = None) -> None:
+        """Run the round honestly to its end (``silent``: phase name → clients that vanish)."""
+        silent = silent or {}
+        quiet = set(silent.get("advertise_keys", ()))
+        outgoing = self.to_server(m for m in self.start() if m.peer not in quiet) or self.close()
+        for phase in self.config.phases[1:]:
+            outgoing = self.step(outgoing, silent=silent.get(phase.value, ()))

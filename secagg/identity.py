@@ -1,0 +1,374 @@
+"""Long-term client identities (Ed25519) and the trust store that maps client ids to them.
+
+The malicious-server mode (Bonawitz et al. 2017, §"active adversary"; Bell et al. 2020) needs a
+public-key infrastructure: every client holds a long-term Ed25519 signing key, and every party
+holds a :class:`TrustStore` that binds each client id to its verification key. Clients sign what
+they advertise and their view of the survivors; a server that substitutes keys or shows different
+clients different views is then caught by signatures it cannot forge.
+
+The trust store is the root of trust: it must reach each party out of band (a file deployed with
+the node, a callback into an existing PKI), never through the aggregation server, which is the
+adversary this mode defends against.
+
+Signed messages are domain-separated byte strings (see :func:`advertisement_message` and
+:func:`consistency_message`); Ed25519 itself is RFC 8032 (``cryptography``'s OpenSSL binding).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from secagg.randomness import KeystreamRandom, RandomSource
+
+__all__ = [
+    "SIGNATURE_BYTES",
+    "VERIFY_KEY_BYTES",
+    "IdentityKey",
+    "TrustStore",
+    "advertisement_message",
+    "consistency_message",
+    "generate_identities",
+    "load_identity",
+    "write_identities",
+]
+
+SIGNATURE_BYTES = 64
+VERIFY_KEY_BYTES = 32
+_ADVERTISE_DOMAIN = b"secagg-dp/v2/advertise-keys"
+_CONSISTENCY_DOMAIN = b"secagg-dp/v2/consistency"
+_STORE_VERSION = 1
+_MAX_ID = 2**31 - 2
+
+
+def _check_id(client_id: object) -> int:
+    if isinstance(client_id, bool) or not isinstance(client_id, int):
+        raise TypeError(f"client ids must be ints; got {type(client_id).__name__}")
+    if not 1 <= client_id <= _MAX_ID:
+        raise ValueError(f"client ids must lie in [1, 2^31 − 2]; got {client_id}")
+    return client_id
+
+
+def advertisement_message(
+    config_digest: bytes, client_id: int, encryption_key: bytes, mask_key: bytes
+) -> bytes:
+    """The bytes a client signs when it advertises its two X25519 keys (phase 0).
+
+    Bound to the round (the config digest hashes every public parameter, the round nonce and
+    the threat model), the client's id and both public keys, so an advertisement cannot be
+    replayed into another round or attached to another id.
+
+    Examples
+    --------
+    >>> len(advertisement_message(bytes(32), 7, bytes(32), bytes(32)))
+    127
+    """
+    return (
+        _ADVERTISE_DOMAIN + config_digest + struct.pack(">I", client_id) + encryption_key + mask_key
+    )
+
+
+def consistency_message(session_id: bytes, survivors: Iterable[int]) -> bytes:
+    """The bytes a client signs in the consistency check: the session and the survivor set U3.
+
+    ``survivors`` is hashed in ascending order, so every party that holds the same set signs and
+    verifies the same 32-byte digest however the ids were listed.
+
+    Examples
+    --------
+    >>> consistency_message(bytes(32), [3, 1]) == consistency_message(bytes(32), (1, 3))
+    True
+    """
+    ids = sorted(int(u) for u in survivors)
+    digest = hashlib.sha256(b"".join(struct.pack(">I", u) for u in ids)).digest()
+    return _CONSISTENCY_DOMAIN + session_id + struct.pack(">I", len(ids)) + digest
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class IdentityKey:
+    """A client's long-term Ed25519 signing key. The representation never shows the secret.
+
+    Examples
+    --------
+    >>> key = IdentityKey.from_private_bytes(bytes(32))
+    >>> key.public.hex()[:16], repr(key)
+    ('3b6a27bcceb6a42d', 'IdentityKey(public=3b6a27bcceb6a42d…)')
+    >>> TrustStore({1: key.public}).verify(1, b"m", key.sign(b"m"))
+    True
+    """
+
+    public: bytes
+    _key: Ed25519PrivateKey = field(compare=False)
+
+    @classmethod
+    def from_private_bytes(cls, private_key: bytes) -> IdentityKey:
+        """Parse a 32-byte Ed25519 seed (RFC 8032 §5.1.5)."""
+        if not isinstance(private_key, bytes) or len(private_key) != 32:
+            raise ValueError("an Ed25519 private key is 32 bytes")
+        key = Ed25519PrivateKey.from_private_bytes(private_key)
+        return cls(key.public_key().public_bytes_raw(), key)
+
+    @classmethod
+    def generate(cls, source: RandomSource | None = None) -> IdentityKey:
+        """A fresh identity from 32 bytes of ``source`` (default: operating-system randomness)."""
+        source = source if source is not None else KeystreamRandom()
+        return cls.from_private_bytes(source.random_bytes(32))
+
+    def private_bytes(self) -> bytes:
+        """The 32-byte seed, for storing the key (keep it secret; it never leaves the node)."""
+        from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
+        return self._key.private_bytes(
+            serialization.Encoding.Raw,
+            serialization.PrivateFormat.Raw,
+            serialization.NoEncryption(),
+        )
+
+    def sign(self, message: bytes) -> bytes:
+        """A 64-byte Ed25519 signature over ``message``."""
+        return self._key.sign(message)
+
+    def __repr__(self) -> str:
+        return f"IdentityKey(public={self.public.hex()[:16]}…)"
+
+
+class TrustStore:
+    """The verification keys of the clients, by client id: the root of trust of the malicious mode.
+
+    Parameters
+    ----------
+    keys
+        Client id → 32-byte Ed25519 public key (raw bytes or hex). Alternatively use
+        :meth:`from_file` or :meth:`from_callback`.
+    lookup
+        A callback ``lookup(client_id) -> bytes | None`` (for an existing PKI); used for ids
+        not in ``keys``. Results are cached.
+
+    Attributes
+    ----------
+    verifications
+        How many signatures this store has checked (the benchmark counts them).
+
+    Raises
+    ------
+    ValueError, TypeError
+        On malformed ids or keys, or one key listed under two ids.
+
+    Examples
+    --------
+    >>> key = IdentityKey.from_private_bytes(bytes(range(32)))
+    >>> store = TrustStore({4: key.public})
+    >>> 4 in store, 5 in store, store.verify(4, b"x", key.sign(b"y")), store.verifications
+    (True, False, False, 1)
+    """
+
+    def __init__(
+        self,
+        keys: Mapping[int, bytes | str] | None = None,
+        *,
+        lookup: Callable[[int], bytes | None] | None = None,
+    ) -> None:
+        if keys is not None and not isinstance(keys, Mapping):
+            raise TypeError("keys must map client ids to public keys")
+        if lookup is not None and not callable(lookup):
+            raise TypeError("lookup must be callable")
+        self._keys: dict[int, bytes] = {}
+        self._parsed: dict[int, Ed25519PublicKey] = {}
+        self._lookup = lookup
+        self.verifications = 0
+        seen: dict[bytes, int] = {}
+        for client_id, value in (keys or {}).items():
+            public = self._parse_key(_check_id(client_id), value)
+            if public in seen:
+                raise ValueError(f"clients {seen[public]} and {client_id} share one public key")
+            seen[public] = client_id
+            self._keys[client_id] = public
+
+    @staticmethod
+    def _parse_key(client_id: int, value: bytes | str) -> bytes:
+        if isinstance(value, str):
+            try:
+                value = bytes.fromhex(value)
+            except ValueError:
+                raise ValueError(f"the key of client {client_id} is not hex") from None
+        if not isinstance(value, bytes) or len(value) != VERIFY_KEY_BYTES:
+            raise ValueError(f"the key of client {client_id} must be 32 bytes")
+        try:
+            Ed25519PublicKey.from_public_bytes(value)
+        except ValueError:
+            raise ValueError(f"the key of client {client_id} is not an Ed25519 key") from None
+        return value
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> TrustStore:
+        """Read a JSON trust store: ``{"version": 1, "clients": {"<id>": "<hex key>", ...}}``.
+
+        Raises
+        ------
+        ValueError
+            If the file is not a well-formed trust store.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> store = TrustStore({1: IdentityKey.from_private_bytes(bytes(32)).public})
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "trust.json")
+        ...     store.to_file(path)
+        ...     TrustStore.from_file(path).ids()
+        (1,)
+        """
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"cannot read the trust store {str(path)!r}: {error}") from None
+        if not isinstance(data, dict) or data.get("version") != _STORE_VERSION:
+            raise ValueError(f"{str(path)!r} is not a version-{_STORE_VERSION} trust store")
+        clients = data.get("clients")
+        if not isinstance(clients, dict):
+            raise ValueError(f"{str(path)!r} has no 'clients' object")
+        keys: dict[int, bytes | str] = {}
+        for name, value in clients.items():
+            if not (isinstance(name, str) and name.isdigit() and isinstance(value, str)):
+                raise ValueError(f"{str(path)!r}: entries must be \"<id>\": \"<hex key>\"")
+            keys[int(name)] = value
+        return cls(keys)
+
+    @classmethod
+    def from_callback(cls, lookup: Callable[[int], bytes | None]) -> TrustStore:
+        """A store that asks ``lookup(client_id)`` (``None``: unknown id) and caches the answer."""
+        return cls(lookup=lookup)
+
+    def to_file(self, path: str | Path) -> None:
+        """Write the listed keys as JSON (see :meth:`from_file`)."""
+        clients = {str(u): self._keys[u].hex() for u in sorted(self._keys)}
+        Path(path).write_text(json.dumps({"version": _STORE_VERSION, "clients": clients}) + "\n")
+
+    def ids(self) -> tuple[int, ...]:
+        """The ids listed so far (a callback store lists those it has been asked for)."""
+        return tuple(sorted(self._keys))
+
+    def public_key(self, client_id: int) -> bytes | None:
+        """The verification key of ``client_id``, or ``None`` if the store does not know it."""
+        if isinstance(client_id, bool) or not isinstance(client_id, int):
+            return None
+        public = self._keys.get(client_id)
+        if public is None and self._lookup is not None and 1 <= client_id <= _MAX_ID:
+            found = self._lookup(client_id)
+            if found is not None:
+                public = self._parse_key(client_id, found)
+                self._keys[client_id] = public
+        return public
+
+    def id_of(self, public_key: bytes) -> int | None:
+        """The id listed with ``public_key`` (``None`` if none is; a callback store only knows
+        the ids it has been asked for).
+
+        Examples
+        --------
+        >>> key = IdentityKey.from_private_bytes(bytes(32))
+        >>> TrustStore({8: key.public}).id_of(key.public)
+        8
+        """
+        for client_id, public in self._keys.items():
+            if public == public_key:
+                return client_id
+        return None
+
+    def __contains__(self, client_id: object) -> bool:
+        return isinstance(client_id, int) and self.public_key(client_id) is not None
+
+    def verify(self, client_id: int, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` is ``client_id``'s valid Ed25519 signature over ``message``.
+
+        An unknown id, a malformed signature and a wrong one all give ``False`` (one answer, no
+        detail).
+        """
+        parsed = self._parsed.get(client_id)
+        if parsed is None:
+            public = self.public_key(client_id)
+            if public is None:
+                return False
+            parsed = Ed25519PublicKey.from_public_bytes(public)
+            self._parsed[client_id] = parsed
+        self.verifications += 1
+        if not isinstance(signature, bytes) or len(signature) != SIGNATURE_BYTES:
+            return False
+        try:
+            parsed.verify(signature, message)
+        except InvalidSignature:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"TrustStore({len(self._keys)} clients)"
+
+
+def generate_identities(
+    client_ids: Iterable[int], seed: int | bytes | None = None
+) -> tuple[dict[int, IdentityKey], TrustStore]:
+    """Identities for an in-memory run: one key per client and the store that lists them all.
+
+    With a ``seed`` the keys are reproducible, and therefore known to whoever knows the seed:
+    fine for simulations and tests, never for a deployment (there, each node generates its own
+    key and only the public halves are collected into the trust store).
+
+    Examples
+    --------
+    >>> keys, store = generate_identities([1, 2, 3], seed=0)
+    >>> store.ids(), store.verify(2, b"m", keys[2].sign(b"m"))
+    ((1, 2, 3), True)
+    """
+    root = KeystreamRandom(seed, label=b"secagg-dp/v2/identities")
+    keys = {_check_id(u): IdentityKey.generate(root.spawn(b"%d" % u)) for u in client_ids}
+    return keys, TrustStore({u: key.public for u, key in keys.items()})
+
+
+def load_identity(path: str | Path) -> IdentityKey:
+    """Read an identity key file: the 32-byte Ed25519 seed as 64 hex digits.
+
+    Raises
+    ------
+    ValueError
+        If the file cannot be read or is not a key file.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     store = write_identities(tmp, [1, 2], seed=0)
+    ...     load_identity(os.path.join(tmp, "identity-2.key")).public == store.public_key(2)
+    True
+    """
+    try:
+        text = Path(path).read_text().strip()
+        return IdentityKey.from_private_bytes(bytes.fromhex(text))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"cannot read the identity key {str(path)!r}: {error}") from None
+
+
+def write_identities(
+    directory: str | Path, client_ids: Iterable[int], seed: int | bytes | None = None
+) -> TrustStore:
+    """Generate one identity per client into ``directory`` (``identity-<id>.key``, readable by
+    its owner only) and the trust store that lists them (``trust-store.json``).
+
+    For provisioning a deployment or a simulation: each node gets its own key file; every
+    party gets the trust store. ``seed`` makes the keys reproducible (tests only).
+    """
+    target = Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    keys, store = generate_identities(client_ids, seed)
+    for client_id, key in keys.items():
+        path = target / f"identity-{client_id}.key"
+        path.write_text(key.private_bytes().hex() + "\n")
+        path.chmod(0o600)
+    store.to_file(target / "trust-store.json")
+    return store
