@@ -143,10 +143,19 @@ class Ring:
         TypeError: ring elements must be integers, got dtype float64; quantise floats with \
 secagg.Quantizer first
         """
-        arr = np.asarray(values)
+        try:
+            arr = np.asarray(values)
+        except OverflowError:  # a list with an int beyond 64 bits
+            arr = np.asarray(values, dtype=object)
         if arr.dtype.kind not in "iu":
-            if arr.dtype == object or arr.size == 0:
+            if arr.size == 0:
                 arr = np.asarray(values, dtype=np.int64)
+            elif arr.dtype == object or (
+                arr.dtype.kind == "f" and not isinstance(values, np.ndarray)
+            ):
+                # A Python list with ints ≥ 2^63 (valid at b = 64) becomes float64 in numpy:
+                # read the list again exactly, as Python ints.
+                arr = _exact_integers(values)
             else:
                 raise TypeError(
                     f"ring elements must be integers, got dtype {arr.dtype}; "
@@ -161,6 +170,8 @@ secagg.Quantizer first
                     f"ring Z_2^{self.bits} accepts integers in [{-(self.modulus >> 1)}, "
                     f"{self.modulus}); got values in [{low}, {high}]"
                 )
+            if arr.dtype == object:  # in range: as residues modulo 2^64 (two's complement)
+                arr = np.array([int(v) % (1 << 64) for v in arr], dtype=np.uint64)
         return arr
 
     def reduce(self, values: ArrayLike) -> RingArray:
@@ -295,6 +306,19 @@ secagg.Quantizer first
         return cast(RingArray, flat[:dimension].astype(self.dtype))
 
 
+def _exact_integers(values: ArrayLike) -> NDArray[np.integer]:
+    """A list of Python ints as uint64 (all ≥ 0) or int64; floats are refused."""
+    items = list(np.asarray(values, dtype=object).reshape(-1))
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in items):
+        raise TypeError(
+            "ring elements must be integers, got dtype float64; quantise floats with "
+            "secagg.Quantizer first"
+        )
+    if items and min(int(v) for v in items) >= 0 and max(int(v) for v in items) < 1 << 64:
+        return np.array([int(v) for v in items], dtype=np.uint64)
+    return np.array([int(v) for v in items], dtype=object)
+
+
 def _check_dimension(dimension: object) -> int:
     if isinstance(dimension, bool) or not isinstance(dimension, int | np.integer):
         raise TypeError(f"dimension must be an int; got {type(dimension).__name__}")
@@ -337,10 +361,16 @@ which wraps modulo 2^16 (centred range ±32767); use at least 18 bits
     bits = _check_bits(bits)
     needed = required_bits(num_clients, max_abs, noise_bound)
     if needed > bits:
+        remedy = (
+            f"use at least {needed} bits"
+            if needed <= 64
+            else f"no ring of at most 64 bits holds it (it needs {needed}): use fewer clients "
+            "per sum, a smaller clip, or a coarser quantisation scale"
+        )
         raise HeadroomError(
             f"{num_clients} clients × |q| ≤ {max_abs} (+ noise bound {noise_bound}) can reach "
             f"{num_clients * max_abs + noise_bound}, which wraps modulo 2^{bits} "
-            f"(centred range ±{(1 << (bits - 1)) - 1}); use at least {needed} bits",
+            f"(centred range ±{(1 << (bits - 1)) - 1}); {remedy}",
             required_bits=needed,
         )
 

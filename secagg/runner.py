@@ -20,7 +20,13 @@ from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
 from secagg.errors import ProtocolError, RemoteProtocolError
 from secagg.identity import generate_identities
-from secagg.messages import Message, decode_message, encode_message
+from secagg.messages import (
+    AdvertiseKeys,
+    ConsistencySignature,
+    Message,
+    decode_message,
+    encode_message,
+)
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Ring, RingArray
 from secagg.server import Server
@@ -58,6 +64,9 @@ class SecureSumResult:
         The threat model the round ran under and its collusion bound c.
     faults
         What the server blamed on which client (index = client id − 1), one line each.
+    signatures, signature_verifications
+        Ed25519 signatures the clients made and verifications all parties ran (malicious mode;
+        0 in the semi-honest mode).
     seed
         The seed the round ran with (``None``: fresh randomness, not reproducible).
     client_seconds, server_seconds, transport_seconds
@@ -82,6 +91,8 @@ class SecureSumResult:
     threat_model: str = ThreatModel.MALICIOUS.value
     max_colluding: int = 0
     faults: tuple[str, ...] = ()
+    signatures: int = 0
+    signature_verifications: int = 0
     client_seconds: dict[str, float] = field(default_factory=dict)
     server_seconds: dict[str, float] = field(default_factory=dict)
     transport_seconds: dict[str, float] = field(default_factory=dict)
@@ -257,6 +268,7 @@ class _Network:
         self.transport_seconds = dict.fromkeys(PHASES, 0.0)
         self.upload = dict.fromkeys(PHASES, 0)
         self.download = dict.fromkeys(PHASES, 0)
+        self.signatures = 0
 
     def _wire(self, message: Message, phase: str, upload: bool) -> Message:
         start = time.perf_counter()
@@ -270,6 +282,10 @@ class _Network:
         out: list[Message] = []
         for message in messages:
             decoded = self._wire(message, phase, upload=True)
+            signed = isinstance(decoded, ConsistencySignature) or (
+                isinstance(decoded, AdvertiseKeys) and bool(decoded.signature)
+            )
+            self.signatures += int(signed)
             start = time.perf_counter()
             try:
                 out.extend(self.server.receive(decoded, peer_id=sender))
@@ -475,6 +491,8 @@ def secure_sum(
         threat_model=ThreatModel(config.threat_model).value,
         max_colluding=int(config.max_colluding or 0),
         faults=tuple(str(fault) for fault in result.faults),
+        signatures=net.signatures,
+        signature_verifications=0 if trust_store is None else trust_store.verifications,
         client_seconds=net.client_seconds,
         server_seconds=net.server_seconds,
         transport_seconds=net.transport_seconds,

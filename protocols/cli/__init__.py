@@ -16,6 +16,7 @@ __all__ = ["build_parser", "main"]
 # Subcommand modules, imported only when the command line starts.
 _COMMAND_MODULES: tuple[str, ...] = (
     "protocols.cli._sum",
+    "protocols.cli._keys",
     "protocols.cli._account",
     "protocols.cli._quantile",
     "protocols.cli._train",

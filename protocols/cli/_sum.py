@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from protocols.cli._progress import ProgressBar
-from secagg import PHASES, Ring, TooFewSurvivorsError, secure_sum
+from secagg import Phase, Ring, ThreatModel, TooFewSurvivorsError, secure_sum
 from secagg.graph_parameters import secagg_plus_parameters
 
 __all__ = ["SyntheticInputs", "register", "run"]
@@ -83,9 +83,15 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--dropout-phase",
-        choices=[*PHASES, "mixed"],
+        choices=[*(p.value for p in Phase), "mixed"],
         default="masked_input",
-        help="phase before which they vanish ('mixed': each at a random phase)",
+        help="phase before which they vanish ('mixed': each at a random phase of the mode)",
+    )
+    parser.add_argument(
+        "--threat-model",
+        choices=[m.value for m in ThreatModel],
+        default=ThreatModel.MALICIOUS.value,
+        help="malicious (signed keys, consistency check; default) or semi-honest",
     )
     parser.add_argument(
         "--neighbors",
@@ -118,12 +124,17 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             print(f"error: --neighbors takes an even integer or 'auto'; got {neighbors!r}")
             return 2
+    phase_names = [p.value for p in Phase.of(ThreatModel(args.threat_model))]
+    if args.dropout_phase not in (*phase_names, "mixed"):
+        print(f"error: the {args.threat_model} mode has no {args.dropout_phase} phase")
+        return 2
     rng = np.random.default_rng(args.seed)
     dropped = rng.choice(n, size=round(args.dropout * n), replace=False).tolist()
     if args.dropout_phase == "mixed":
-        phases = rng.choice(len(PHASES), size=len(dropped)).tolist()
+        picks = rng.choice(len(phase_names), size=len(dropped)).tolist()
         dropouts = {
-            p: [i for i, k in zip(dropped, phases, strict=True) if PHASES[k] == p] for p in PHASES
+            p: [i for i, k in zip(dropped, picks, strict=True) if phase_names[k] == p]
+            for p in phase_names
         }
     else:
         dropouts = {args.dropout_phase: dropped}
@@ -141,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
             dropouts=dropouts,
             seed=args.seed,
             progress=bar.update,
+            threat_model=args.threat_model,
         )
     except TooFewSurvivorsError as exc:
         bar.close()
@@ -161,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     correct = bool(np.array_equal(expected, result.total))
     # Clients that sent each phase's message: everyone not gone by then (for per-client means).
     remaining, participants = n, {}
-    for p in PHASES:
+    for p in phase_names:
         remaining -= len(dropouts.get(p, []))
         participants[p] = max(1, remaining)
     report = {
@@ -172,17 +184,23 @@ def run(args: argparse.Namespace) -> int:
         if result.neighbors is None
         else f"Harary k={result.neighbors}",
         "threshold": result.threshold,
+        "threat_model": result.threat_model,
+        "max_colluding": result.max_colluding,
+        "signatures": result.signatures,
+        "signature_verifications": result.signature_verifications,
         "survivors": len(result.survivors),
         "dropped": len(result.dropped),
         "seconds": elapsed,
         "client_seconds_per_client": {
-            p: result.client_seconds[p] / participants[p] for p in PHASES
+            p: result.client_seconds[p] / participants[p] for p in phase_names
         },
         "server_seconds": result.server_seconds,
         "transport_seconds": result.transport_seconds,
-        "upload_bytes_per_client": {p: result.upload_bytes[p] / participants[p] for p in PHASES},
+        "upload_bytes_per_client": {
+            p: result.upload_bytes[p] / participants[p] for p in phase_names
+        },
         "download_bytes_per_client": {
-            p: result.download_bytes[p] / participants[p] for p in PHASES
+            p: result.download_bytes[p] / participants[p] for p in phase_names
         },
         "equals_plaintext_sum": correct,
         "seed": args.seed,
@@ -194,13 +212,21 @@ def run(args: argparse.Namespace) -> int:
             f"secure sum: n={n} d={d} M=2^{args.bits} {report['graph']} t={result.threshold} "
             f"seed={args.seed}: {len(result.survivors)} survivors, {len(result.dropped)} dropped"
         )
+        if result.threat_model == ThreatModel.MALICIOUS.value:
+            print(
+                f"threat model: malicious server colluding with up to c={result.max_colluding} "
+                f"clients; {result.signatures} signatures made, "
+                f"{result.signature_verifications} verified"
+            )
+        else:
+            print("threat model: semi-honest server (no protection if it deviates)")
         print(
-            f"{'phase':16s} {'client/each':>12s} {'server':>10s} {'up/client':>12s} "
+            f"{'phase':18s} {'client/each':>12s} {'server':>10s} {'up/client':>12s} "
             f"{'down/client':>12s}"
         )
-        for p in PHASES:
+        for p in phase_names:
             print(
-                f"{p:16s} {report['client_seconds_per_client'][p] * 1e3:9.2f} ms "
+                f"{p:18s} {report['client_seconds_per_client'][p] * 1e3:9.2f} ms "
                 f"{result.server_seconds[p] * 1e3:7.1f} ms "
                 f"{_human_bytes(report['upload_bytes_per_client'][p]):>12s} "
                 f"{_human_bytes(report['download_bytes_per_client'][p]):>12s}"

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from protocols.cli import main
+from secagg import TrustStore
+from secagg.identity import load_identity
 
 
 def test_sum_reports_correct_result(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,3 +86,35 @@ def test_console_script_entry_point() -> None:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
+
+
+def test_sum_reports_the_threat_model_and_its_signatures(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["sum", "--clients", "12", "--dim", "8", "--json"]
+    assert main(argv) == 0
+    malicious = json.loads(capsys.readouterr().out)
+    assert malicious["threat_model"] == "malicious" and malicious["max_colluding"] == 5  # t − 1
+    # 12 advertisements + 11 consistency signatures (one client drops before masking).
+    assert malicious["signatures"] == 12 + 11 and malicious["signature_verifications"] > 0
+    assert "consistency_check" in malicious["upload_bytes_per_client"]
+    assert main([*argv, "--threat-model", "semi-honest"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["signatures"] == plain["signature_verifications"] == 0
+    assert "consistency_check" not in plain["upload_bytes_per_client"]
+    assert (
+        main([*argv, "--threat-model", "semi-honest", "--dropout-phase", "consistency_check"]) == 2
+    )
+    assert "no consistency_check phase" in capsys.readouterr().out
+
+
+def test_keys_writes_identities_and_a_trust_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keys", "--clients", "3", "--out", str(tmp_path / "keys")]) == 0
+    assert "3 identity keys" in capsys.readouterr().out
+    store = TrustStore.from_file(tmp_path / "keys" / "trust-store.json")
+    for u in (1, 2, 3):
+        key = load_identity(tmp_path / "keys" / f"identity-{u}.key")
+        assert store.public_key(u) == key.public
+        assert (tmp_path / "keys" / f"identity-{u}.key").stat().st_mode & 0o077 == 0

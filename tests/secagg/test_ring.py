@@ -185,3 +185,20 @@ def test_both_packers_around_the_size_switch(bits: int, size: int) -> None:
     data = ring.pack(vector)
     assert data == total.to_bytes(math.ceil(size * bits / 8), "little")
     assert np.array_equal(ring.unpack(data, size), vector)
+
+
+def test_python_ints_up_to_2_64_work_at_64_bits() -> None:
+    # A Python list holding ints ≥ 2^63 is float64 to numpy; the ring reads it exactly.
+    ring = Ring(64)
+    assert ring.reduce([2**64 - 1, 3, 2**63]).tolist() == [2**64 - 1, 3, 2**63]
+    assert ring.reduce([-5, 2**63]).tolist() == [2**64 - 5, 2**63]
+    with pytest.raises(ValueError, match="accepts integers"):
+        ring.reduce([2**64, 1])
+    with pytest.raises(TypeError, match="integers"):
+        ring.reduce([1.5, 2**64])
+
+
+def test_headroom_error_says_when_no_ring_fits() -> None:
+    with pytest.raises(HeadroomError, match="no ring of at most 64 bits") as info:
+        check_headroom(num_clients=10**6, max_abs=2**60, bits=64)
+    assert info.value.required_bits == 81 and "fewer clients" in str(info.value)
