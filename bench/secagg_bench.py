@@ -201,6 +201,146 @@ print(json.dumps({{"seconds": elapsed, "peak_rss_growth_bytes": (after - before)
     }
 
 
+def _count_operations(run: Callable[[], object]) -> dict[str, int]:
+    """Run ``run`` once with the expensive primitives wrapped, and count each: X25519 exchanges,
+    X25519 key parsing (a scalar multiplication), mask expansions, Ed25519 signs and verifies."""
+    import secagg.client as client_module
+    import secagg.server as server_module
+    from secagg import identity, keys, masks
+
+    counts = dict.fromkeys(("x25519", "x25519_keys", "masks", "sign", "verify"), 0)
+    agree, parse = keys.KeyPair.agree, keys.KeyPair.from_private_bytes.__func__
+    add, sign, verify = masks.add_masks, identity.IdentityKey.sign, identity.TrustStore.verify
+    assert callable(add)
+
+    def counted_agree(self: Any, *a: Any, **k: Any) -> bytes:
+        counts["x25519"] += 1
+        return agree(self, *a, **k)
+
+    def counted_parse(cls: Any, private: bytes) -> Any:
+        counts["x25519_keys"] += 1
+        return parse(cls, private)
+
+    def counted_masks(
+        accumulator: Any, ring: Any, *, add: Any = (), subtract: Any = (), real: Any = add
+    ) -> None:
+        counts["masks"] += len(add) + len(subtract)
+        real(accumulator, ring, add=add, subtract=subtract)
+
+    def counted_sign(self: Any, message: bytes) -> bytes:
+        counts["sign"] += 1
+        return sign(self, message)
+
+    def counted_verify(self: Any, *a: Any) -> bool:
+        counts["verify"] += 1
+        return verify(self, *a)
+
+    patches = [
+        (keys.KeyPair, "agree", counted_agree),
+        (keys.KeyPair, "from_private_bytes", classmethod(counted_parse)),
+        (client_module, "add_masks", counted_masks),
+        (server_module, "add_masks", counted_masks),
+        (identity.IdentityKey, "sign", counted_sign),
+        (identity.TrustStore, "verify", counted_verify),
+    ]
+    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in patches]
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        run()
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+    return counts
+
+
+def _unit_costs(d: int, repeats: int) -> dict[str, float]:
+    """Median seconds of one of each counted primitive, in this process."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import (
+        X25519PrivateKey,
+        X25519PublicKey,
+    )
+
+    from secagg.identity import IdentityKey, TrustStore
+
+    peer = X25519PrivateKey.generate().public_key().public_bytes_raw()
+    private = X25519PrivateKey.generate()
+    identity = IdentityKey.from_private_bytes(bytes(range(32)))
+    store = TrustStore({1: identity.public})
+    message = bytes(127)
+    signature = identity.sign(message)
+    ring = Ring(32)
+    accumulator = ring.zeros(d)
+
+    def per_call(fn: Callable[[], object], calls: int) -> float:
+        def batch() -> None:
+            for _ in range(calls):
+                fn()
+
+        return median_time(batch, repeats)[0] / calls
+
+    return {
+        "x25519": per_call(lambda: private.exchange(X25519PublicKey.from_public_bytes(peer)), 500),
+        "x25519_keys": per_call(lambda: X25519PrivateKey.from_private_bytes(bytes(32)), 500),
+        "masks": per_call(lambda: add_mask(accumulator, b"k" * 16, ring), max(1, 10**7 // d)),
+        "sign": per_call(lambda: identity.sign(message), 500),
+        "verify": per_call(lambda: store.verify(1, message, signature), 500),
+    }
+
+
+def threat_model_costs(
+    n: int, k: int | None, d: int, dropped: float, repeats: int
+) -> dict[str, Any]:
+    """One round in each threat model, same inputs and dropouts (a fraction vanishing before the
+    masked input), against the floor of what it must compute: its X25519 operations and mask
+    expansions (and, malicious, its Ed25519 signatures and verifications), each counted in an
+    instrumented run and costed at its median unit time measured in the same process."""
+    base = np.arange(d, dtype=np.uint32)
+    drop = list(range(0, n, round(1 / dropped)))[: round(n * dropped)] if dropped else []
+    threshold = None if k is None else k // 2 + 1
+    units = _unit_costs(d, repeats)
+    out: dict[str, Any] = {"n": n, "k": k, "d": d, "dropped": len(drop), "units_s": units}
+    for model in ("semi-honest", "malicious"):
+
+        def run(seed: int = 0, model: str = model) -> Any:
+            return secure_sum(
+                [base] * n,
+                neighbors=k,
+                threshold=threshold,
+                dropouts={"masked_input": drop} if drop else None,
+                seed=seed,
+                threat_model=model,
+            )
+
+        counts = _count_operations(run)
+        runs = []
+        for rep in range(repeats):
+            start = time.perf_counter()
+            result = run(rep)
+            runs.append(time.perf_counter() - start)
+        expected = (base.astype(np.uint64) * (n - len(drop))) % 2**32
+        assert np.array_equal(result.total, expected)
+        floor = {name: counts[name] * units[name] for name in counts}
+        out[model] = {
+            "median_s": float(np.median(runs)),
+            "runs_s": runs,
+            "counts": counts,
+            "floor_s": floor,
+            "x25519_and_mask_floor_s": floor["x25519"] + floor["x25519_keys"] + floor["masks"],
+            "ed25519_floor_s": floor["sign"] + floor["verify"],
+        }
+    semi, mal = out["semi-honest"], out["malicious"]
+    out["semi_over_floor"] = semi["median_s"] / semi["x25519_and_mask_floor_s"]
+    out["malicious_over_floor"] = mal["median_s"] / (
+        mal["x25519_and_mask_floor_s"] + mal["ed25519_floor_s"]
+    )
+    out["malicious_extra_over_ed25519_floor"] = (mal["median_s"] - semi["median_s"]) / mal[
+        "ed25519_floor_s"
+    ]
+    out["malicious_over_semi"] = mal["median_s"] / semi["median_s"]
+    return out
+
+
 def wire_bytes(d: int) -> dict[str, Any]:
     out = {}
     for bits in (32, 20, 64):
@@ -229,7 +369,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--no-anchor", action="store_true", help="skip Flower")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--only",
+        choices=["threat-models"],
+        default=None,
+        help="run one section (threat-models: malicious vs semi-honest against their floors)",
+    )
     args = parser.parse_args(argv)
+    if args.only == "threat-models":
+        return threat_models_main(args)
     reps = 3 if args.quick else 7
     d6, d5 = 10**6, 10**5
 
@@ -411,6 +559,66 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.output.write_text(json.dumps(record, indent=1, default=str))
     print(f"\nwrote {args.output}")
+    return 0
+
+
+def threat_models_main(args: argparse.Namespace) -> int:
+    """The threat-model section alone: SecAgg+ n = 100, k = 14 at d = 10^5 and 10^6, and the
+    complete graph at d = 10^5, each in both modes, 10 % vanishing before the masked input."""
+    reps = 2 if args.quick else 3
+    cases = [(100, 14, 10**5), (100, 14, 10**6), (100, None, 10**5)]
+    results = []
+    for n, k, d in cases:
+        start = time.perf_counter()
+        results.append(threat_model_costs(n, k, d, 0.1, reps))
+        print(f"  [n={n} k={k} d={d}: {time.perf_counter() - start:.1f} s]", file=sys.stderr)
+    print()
+    print(
+        f"threat models, 10 % vanishing before the masked input; cryptography "
+        f"{cryptography.__version__}, numpy {np.__version__}, {platform.machine()}"
+    )
+    header = (
+        f"{'round':26s} {'semi':>8s} {'floor':>8s} {'semi/fl':>8s} {'malic.':>8s} "
+        f"{'+Ed floor':>9s} {'extra/Ed':>8s} {'mal/semi':>8s}  signs  verifies"
+    )
+    print(header)
+    for r in results:
+        graph = "complete" if r["k"] is None else f"SecAgg+ k={r['k']}"
+        semi, mal = r["semi-honest"], r["malicious"]
+        label = f"n={r['n']} {graph} d={r['d']:.0e}"
+        print(
+            f"{label:26s} {fmt_seconds(semi['median_s']):>8s} "
+            f"{fmt_seconds(semi['x25519_and_mask_floor_s']):>8s} {r['semi_over_floor']:>7.2f}× "
+            f"{fmt_seconds(mal['median_s']):>8s} {fmt_seconds(mal['ed25519_floor_s']):>9s} "
+            f"{r['malicious_extra_over_ed25519_floor']:>7.2f}× {r['malicious_over_semi']:>7.2f}×"
+            f"  {mal['counts']['sign']:5d}  {mal['counts']['verify']:8d}"
+        )
+    units = results[0]["units_s"]
+    print(
+        "unit costs: "
+        + ", ".join(f"{name} {fmt_seconds(value)}" for name, value in units.items())
+        + " (masks at d=1e5)"
+    )
+    print(
+        "goals: semi/floor ≤ 1.4× (SecAgg+ d=1e5); malicious extra ≤ 1.2× its Ed25519 floor; "
+        "malicious/semi ≤ 1.3× at d=1e6"
+    )
+    path = args.output.with_name("secagg_threat_models.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "command": "python bench/secagg_bench.py --only threat-models"
+        + (" --quick" if args.quick else ""),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "cryptography": cryptography.__version__,
+            "numpy": np.__version__,
+        },
+        "cases": results,
+    }
+    path.write_text(json.dumps(record, indent=1, default=str))
+    print(f"\nwrote {path}")
     return 0
 
 

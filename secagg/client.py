@@ -728,7 +728,7 @@ class Client:
             self._held_key_shares[v] = plaintext[SHARE_BYTES:]
         assert self._mask_keys is not None
         ring = self.config.ring
-        masked = self._input.copy()
+        masked = self._input  # the client's own copy (set_input reduced it): masked in place
         self._input = None
         name = self.config.vector_name
         plus = [

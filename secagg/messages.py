@@ -362,13 +362,17 @@ class MaskedInput:
         return self.sender
 
     def _body(self) -> bytes:
+        return b"".join(self._chunks())
+
+    def _chunks(self) -> list[bytes | memoryview]:
+        # The vector is joined straight into the message (no intermediate copy).
         ring = Ring(self.modulus_bits)
-        return (
-            _U8.pack(self.modulus_bits)
-            + _encode_ids(self.complaints)
-            + _U64.pack(self.vector.size)
-            + ring.pack(self.vector)
-        )
+        return [
+            _U8.pack(self.modulus_bits),
+            _encode_ids(self.complaints),
+            _U64.pack(self.vector.size),
+            ring.pack_buffer(self.vector),
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,6 +548,8 @@ def encode_message(message: Message) -> bytes:
     header = _HEADER.pack(
         PROTOCOL_VERSION, int(message.message_type), message.session_id, message.peer
     )
+    if isinstance(message, MaskedInput):
+        return b"".join([header, *message._chunks()])
     return header + message._body()
 
 
@@ -564,6 +570,14 @@ class _Reader:
         if size < 0 or self.offset + size > len(self.data):
             raise self.fail("truncated")
         chunk = self.data[self.offset : self.offset + size]
+        self.offset += size
+        return chunk
+
+    def view(self, size: int) -> memoryview:
+        """Like :meth:`take`, without copying (for a large vector)."""
+        if size < 0 or self.offset + size > len(self.data):
+            raise self.fail("truncated")
+        chunk = memoryview(self.data)[self.offset : self.offset + size]
         self.offset += size
         return chunk
 
@@ -671,7 +685,7 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
             dimension = reader.unpack(_U64)
             if ring.packed_size(dimension) != len(data) - reader.offset:
                 raise reader.fail("vector length does not match its dimension")
-            vector = ring.unpack(reader.take(ring.packed_size(dimension)), dimension)
+            vector = ring.unpack(reader.view(ring.packed_size(dimension)), dimension)
             message = MaskedInput(session_id, peer, bits, vector, complaints)
         elif kind is MessageType.CONSISTENCY_REQUEST:
             message = ConsistencyRequest(session_id, peer, reader.ids())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -163,7 +163,7 @@ secagg.Quantizer first
                 )
         if arr.ndim != 1:
             raise ValueError(f"expected a 1-D vector, got shape {arr.shape}")
-        if arr.size:
+        if arr.size and not self._holds_every_value_of(arr.dtype):
             low, high = int(arr.min()), int(arr.max())
             if low < -(self.modulus >> 1) or high >= self.modulus:
                 raise ValueError(
@@ -173,6 +173,13 @@ secagg.Quantizer first
             if arr.dtype == object:  # in range: as residues modulo 2^64 (two's complement)
                 arr = np.array([int(v) % (1 << 64) for v in arr], dtype=np.uint64)
         return arr
+
+    def _holds_every_value_of(self, dtype: np.dtype[Any]) -> bool:
+        """Whether every value of an integer dtype lies in [-M/2, M): no range check needed."""
+        if dtype.kind not in "iu":
+            return False
+        info = np.iinfo(dtype)
+        return int(info.min) >= -(self.modulus >> 1) and int(info.max) < self.modulus
 
     def reduce(self, values: ArrayLike) -> RingArray:
         """Map integers in [-M/2, M) to their residues in [0, M).
@@ -193,11 +200,12 @@ secagg.Quantizer first
         [4, 7, 0]
         """
         arr = self.check(values)
-        # Two's-complement wrap to 64 bits, then mask to b bits: exact residue modulo 2^b.
-        wide = arr.astype(np.uint64) if arr.dtype != np.uint64 else arr.copy()
-        if self.bits < 64:
-            np.bitwise_and(wide, np.uint64(self.word_mask), out=wide)
-        return cast(RingArray, wide.astype(self.dtype, copy=False))
+        # A cast to the unsigned storage word wraps two's complement (the residue modulo 2^32
+        # or 2^64); masking to b bits then gives the residue modulo 2^b. One copy, one pass.
+        out = arr.astype(self.dtype, copy=True)
+        if not self.full_word:
+            np.bitwise_and(out, out.dtype.type(self.word_mask), out=out)
+        return cast(RingArray, out)
 
     def centered(self, values: RingArray) -> NDArray[np.int64]:
         """Centred representatives in [-M/2, M/2) of ring elements, as ``int64``.
@@ -256,6 +264,23 @@ secagg.Quantizer first
                 words[:, word + 1] |= column >> np.uint64(64 - offset)
         return words.astype("<u8", copy=False).tobytes()[: self.packed_size(arr.size)]
 
+    def pack_buffer(self, values: RingArray) -> bytes | memoryview:
+        """:meth:`pack` without a copy where the layout already is the wire's (b = 8, 16, 32,
+        64 on a little-endian machine): a read-only view to join into a message.
+
+        Examples
+        --------
+        >>> bytes(Ring(32).pack_buffer(np.array([1, 2], dtype=np.uint32))).hex()
+        '0100000002000000'
+        """
+        arr = np.asarray(values)
+        b = self.bits
+        if b in (8, 16, 32, 64) and arr.ndim == 1 and arr.flags.c_contiguous:
+            wire = np.dtype(f"<u{b // 8}")
+            if arr.dtype == wire:
+                return memoryview(arr).cast("B")  # type: ignore[arg-type]
+        return self.pack(arr)
+
     def unpack(self, data: bytes | bytearray | memoryview, dimension: int) -> RingArray:
         """Inverse of :meth:`pack`; rejects wrong lengths and non-zero padding bits.
 
@@ -280,7 +305,9 @@ secagg.Quantizer first
             )
         b = self.bits
         if b in (8, 16, 32, 64):
-            return cast(RingArray, np.frombuffer(data, dtype=f"<u{b // 8}").astype(self.dtype))
+            # A read-only view of the received bytes where the dtypes agree (no copy).
+            raw = np.frombuffer(data, dtype=f"<u{b // 8}")
+            return cast(RingArray, raw.astype(self.dtype, copy=False))
         if dimension * b <= _SMALL_PACK_BITS:
             raw_bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
             if raw_bits[dimension * b :].any():
