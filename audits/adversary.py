@@ -35,6 +35,7 @@ from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     EncryptedShares,
     ForwardedShares,
+    IterationRequest,
     KeyDirectory,
     MaskedInput,
     Message,
@@ -57,8 +58,8 @@ class ColludingClient:
 
     client_id: int
     encryption_key: bytes  # X25519 private key (share encryption)
-    mask_key: bytes  # X25519 private key (pairwise masks)
-    self_mask_seeds: tuple[bytes, ...] = ()  # one per session it took part in
+    mask_keys: tuple[bytes, ...]  # X25519 private keys (pairwise masks), one per sum
+    self_mask_seeds: tuple[bytes, ...] = ()  # every self-mask seed it held
 
 
 @dataclass(slots=True)
@@ -90,7 +91,7 @@ class ServerView:
         """Public key → key pair for every X25519 key the adversary can use."""
         privates = list(self.substituted_keys)
         for client in self.colluding:
-            privates += [client.encryption_key, client.mask_key]
+            privates += [client.encryption_key, *client.mask_keys]
         for private in privates:
             if private not in self._parsed:
                 self._parsed[private] = KeyPair.from_private_bytes(private)
@@ -118,11 +119,12 @@ def _first_verifying(
     return None
 
 
-class _Session:
-    """One session's share material, as seen by the server."""
+class _Sum:
+    """The share material of one sum (session id, iteration), as seen by the server."""
 
-    def __init__(self, view: ServerView, sid: bytes) -> None:
+    def __init__(self, view: ServerView, sid: bytes, iteration: int) -> None:
         self.sid = sid
+        self.iteration = iteration
         self.seed_shares: dict[int, dict[int, NDArray[np.int64]]] = {}
         self.key_shares: dict[int, dict[int, NDArray[np.int64]]] = {}
         self.revealed_seeds: dict[int, bytes] = {}
@@ -131,7 +133,7 @@ class _Session:
         for message in view.received:
             if message.session_id != sid:
                 continue
-            if isinstance(message, UnmaskResponse):
+            if isinstance(message, UnmaskResponse) and message.iteration == iteration:
                 holder = message.sender
                 for store, entries in (
                     (self.seed_shares, message.seed_shares),
@@ -146,31 +148,36 @@ class _Session:
                 for other, key in message.pairwise_keys:
                     self.revealed_pairwise.setdefault(frozenset((holder, other)), set()).add(key)
             elif isinstance(message, EncryptedShares):
-                self.commitments.setdefault(message.sender, message.seed_commitment)
+                self.commitments.setdefault(message.sender, message.commitment_of(iteration))
 
     def add_decrypted(self, owner: int, holder: int, plaintext: bytes) -> None:
+        """A decrypted share bundle: every sum's seed shares, then every sum's key shares."""
+        half = len(plaintext) // 2
+        r = self.iteration
+        window = slice((r - 1) * SHARE_BYTES, r * SHARE_BYTES)
         for store, chunk in (
-            (self.seed_shares, plaintext[:SHARE_BYTES]),
-            (self.key_shares, plaintext[SHARE_BYTES:]),
+            (self.seed_shares, plaintext[:half][window]),
+            (self.key_shares, plaintext[half:][window]),
         ):
             values = decode_share(chunk)
             if values is not None:
                 store.setdefault(owner, {}).setdefault(holder, values)
 
 
-def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
-    """Every client whose input the adversary can compute from ``view``: id → centred input.
+def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray[np.int64]]:
+    """Every input the adversary can compute from ``view``: (session id, sum, client id) →
+    centred input.
 
     Parameters
     ----------
     view
-        The adversary's whole view of the round.
+        The adversary's whole view of the round (or session).
 
     Returns
     -------
     dict
-        Client id → its input (centred representatives), for each client whose masked input the
-        server holds and whose every mask it can remove.
+        For each masked input the server holds whose every mask it can remove, the input
+        (centred representatives), keyed by (session id, iteration, client id).
 
     Examples
     --------
@@ -186,29 +193,28 @@ def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
     t = config.threshold
     known = view.known_private_keys()
     directories: dict[int, list[KeyDirectory]] = {}
-    forwarded: dict[tuple[bytes, int], ForwardedShares] = {}
+    members_of: dict[tuple[bytes, int, int], tuple[int, ...]] = {}
     for message in view.sent:
         if isinstance(message, KeyDirectory):
             directories.setdefault(message.recipient, []).append(message)
         elif isinstance(message, ForwardedShares):
-            forwarded.setdefault((message.session_id, message.recipient), message)
-    sessions: dict[bytes, _Session] = {}
+            senders = tuple(v for v, _ in message.ciphertexts)
+            members_of.setdefault((message.session_id, 1, message.recipient), senders)
+        elif isinstance(message, IterationRequest):
+            slot = (message.session_id, message.iteration, message.recipient)
+            members_of.setdefault(slot, message.members)
     # The directory each client used, by the session id it derived from it.
     directory_of: dict[tuple[bytes, int], KeyDirectory] = {}
     for recipient, listed in directories.items():
         for sent_directory in listed:
             sid = session_id(config.digest, sent_directory.entries)
             directory_of[(sid, recipient)] = sent_directory
-    encrypted = [m for m in view.received if isinstance(m, EncryptedShares)]
-
-    def session_of(sid: bytes) -> _Session:
-        if sid not in sessions:
-            sessions[sid] = _Session(view, sid)
-        return sessions[sid]
-
-    for message in encrypted:
+    # Share bundles the adversary can decrypt (to colluders, or to keys it substituted).
+    decrypted: list[tuple[bytes, int, int, bytes]] = []
+    for message in view.received:
+        if not isinstance(message, EncryptedShares):
+            continue
         sid = message.session_id
-        session = session_of(sid)
         used = directory_of.get((sid, message.sender))
         if used is None:
             continue
@@ -218,9 +224,7 @@ def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
         owner_public = entries[message.sender].encryption_key
         for recipient, ciphertext in message.ciphertexts:
             recipient_entry = entries.get(recipient)
-            if recipient_entry is None:
-                continue
-            pair = known.get(recipient_entry.encryption_key)
+            pair = None if recipient_entry is None else known.get(recipient_entry.encryption_key)
             if pair is None:
                 continue  # the server cannot decrypt what the recipient's own key protects
             try:
@@ -233,41 +237,58 @@ def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
                 )
             except (RemoteProtocolError, ValueError):
                 continue
-            session.add_decrypted(message.sender, recipient, plaintext)
+            decrypted.append((sid, message.sender, recipient, plaintext))
+    sums: dict[tuple[bytes, int], _Sum] = {}
+
+    def sum_of(sid: bytes, iteration: int) -> _Sum:
+        if (sid, iteration) not in sums:
+            material = _Sum(view, sid, iteration)
+            for bundle_sid, owner, holder, plaintext in decrypted:
+                if bundle_sid == sid:
+                    material.add_decrypted(owner, holder, plaintext)
+            sums[(sid, iteration)] = material
+        return sums[(sid, iteration)]
+
     colluder_seeds = {
         (client.client_id, seed) for client in view.colluding for seed in client.self_mask_seeds
     }
-    recovered: dict[int, NDArray[np.int64]] = {}
+    recovered: dict[tuple[bytes, int, int], NDArray[np.int64]] = {}
     for message in view.received:
-        if not isinstance(message, MaskedInput) or message.sender in recovered:
+        if not isinstance(message, MaskedInput):
             continue
-        sid, u = message.session_id, message.sender
+        sid, u, r = message.session_id, message.sender, message.iteration
+        if (sid, r, u) in recovered:
+            continue
         used = directory_of.get((sid, u))
-        routed = forwarded.get((sid, u))
-        if used is None or routed is None or message.vector.size != config.dimension:
+        members = members_of.get((sid, r, u))
+        if used is None or members is None or message.vector.size != config.dimension:
             continue
-        session = session_of(sid)
+        material = sum_of(sid, r)
         entries = used.keys()
-        mask_public = {v: keys.mask_key for v, keys in entries.items()}
-        commitment = session.commitments.get(u)
+        mask_public = {v: keys.mask_key_of(r) for v, keys in entries.items()}
+        commitment = material.commitments.get(u)
 
         def seed_ok(
-            seed: bytes, owner: int = u, com: bytes | None = commitment, sid: bytes = sid
+            seed: bytes,
+            owner: int = u,
+            com: bytes | None = commitment,
+            sid: bytes = sid,
+            r: int = r,
         ) -> bool:
-            return com is None or seed_commitment(sid, owner, seed) == com
+            return com is None or seed_commitment(sid, owner, seed, r) == com
 
-        seed = session.revealed_seeds.get(u)
+        seed = material.revealed_seeds.get(u)
         if seed is None or not seed_ok(seed):
             seed = next((s for owner, s in colluder_seeds if owner == u and seed_ok(s)), None)
         if seed is None:
-            seed = _first_verifying(session.seed_shares.get(u, {}), t, seed_ok)
+            seed = _first_verifying(material.seed_shares.get(u, {}), t, seed_ok)
         if seed is None:
             continue
 
         def mask_pair(
             owner: int,
             mask_public: dict[int, bytes] = mask_public,
-            session: _Session = session,
+            material: _Sum = material,
         ) -> KeyPair | None:
             public = mask_public.get(owner)
             if public is None:
@@ -279,15 +300,15 @@ def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
             def key_ok(secret: bytes, public: bytes = public) -> bool:
                 return KeyPair.from_private_bytes(secret).public == public
 
-            secret = _first_verifying(session.key_shares.get(owner, {}), t, key_ok)
+            secret = _first_verifying(material.key_shares.get(owner, {}), t, key_ok)
             return None if secret is None else KeyPair.from_private_bytes(secret)
 
         own_pair = mask_pair(u)
         plus: list[bytes] = []
         minus: list[bytes] = []
         complete = True
-        for v, _ in routed.ciphertexts:
-            candidates = set(session.revealed_pairwise.get(frozenset((u, v)), set()))
+        for v in members:
+            candidates = set(material.revealed_pairwise.get(frozenset((u, v)), set()))
             computed = None
             for pair, other in ((own_pair, v), (mask_pair(v), u)):
                 if pair is not None and other in mask_public:
@@ -296,7 +317,7 @@ def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
                     except RemoteProtocolError:
                         continue
                     computed = pairwise_mask_key(
-                        shared, session_id=sid, first=u, second=v, vector_name=name
+                        shared, session_id=sid, first=u, second=v, vector_name=name, iteration=r
                     )
                     break
             if computed is not None:
@@ -310,18 +331,22 @@ def reconstruct_inputs(view: ServerView) -> dict[int, NDArray[np.int64]]:
             (minus if v > u else plus).append(key)
         if not complete:
             continue
-        minus.append(self_mask_key(seed, session_id=sid, owner=u, vector_name=name))
+        minus.append(self_mask_key(seed, session_id=sid, owner=u, vector_name=name, iteration=r))
         unmasked = message.vector.copy()
         add_masks(unmasked, ring, add=plus, subtract=minus)
         ring.normalize(unmasked)
-        recovered[u] = ring.centered(unmasked)
+        recovered[(sid, r, u)] = ring.centered(unmasked)
     return recovered
 
 
 def honest_inputs_exposed(
-    view: ServerView, inputs: Mapping[int, Iterable[int]], honest: Iterable[int]
+    view: ServerView,
+    inputs: Mapping[int, Iterable[int]] | Mapping[tuple[int, int], Iterable[int]],
+    honest: Iterable[int],
 ) -> list[int]:
-    """The honest clients whose true input :func:`reconstruct_inputs` recovers (should be none).
+    """The honest clients some true input of whom :func:`reconstruct_inputs` recovers (should
+    be none). ``inputs`` maps a client id to its input, or (iteration, client id) to its input
+    in that sum of a session.
 
     Examples
     --------
@@ -332,12 +357,17 @@ def honest_inputs_exposed(
     """
     recovered = reconstruct_inputs(view)
     ring = view.config.ring
-    out = []
-    for u in honest:
-        if u in recovered:
-            truth = ring.centered(ring.reduce(np.asarray(list(inputs[u]))))
-            if np.array_equal(recovered[u], truth):
-                out.append(u)
+    honest_ids = set(honest)
+    out = set()
+    for (_, r, u), value in recovered.items():
+        if u not in honest_ids:
+            continue
+        truth_of = inputs.get((r, u)) if (r, u) in inputs else inputs.get(u)  # type: ignore
+        if truth_of is None:
+            continue
+        truth = ring.centered(ring.reduce(np.asarray(list(truth_of))))
+        if np.array_equal(value, truth):
+            out.add(u)
     return sorted(out)
 
 
@@ -421,7 +451,7 @@ class AdversarialRound:
             random_source=root.spawn(b"server"),
         )
         self.view = ServerView(self.config)
-        self._colluder_secrets: dict[int, tuple[bytes, bytes, set[bytes]]] = {}
+        self._colluder_secrets: dict[int, tuple[bytes, tuple[bytes, ...], set[bytes]]] = {}
         self.aborted: dict[int, str] = {}
 
     @property
@@ -433,12 +463,16 @@ class AdversarialRound:
         if u not in self.colluding:
             return
         client = self.clients[u]
-        enc, mask = client._encryption_keys, client._mask_keys
-        if enc is None or mask is None:
+        enc, masks = client._encryption_keys, client._mask_keys
+        if enc is None or not masks:
             return
-        _, _, seeds = self._colluder_secrets.setdefault(u, (enc.private, mask.private, set()))
-        if client._self_mask_seed:
-            seeds.add(client._self_mask_seed)
+        secrets: tuple[bytes, tuple[bytes, ...], set[bytes]] = (
+            enc.private,
+            tuple(pair.private for pair in masks),
+            set(),
+        )
+        _, _, seeds = self._colluder_secrets.setdefault(u, secrets)
+        seeds.update(seed for seed in client._self_mask_seeds if any(seed))
         self.view.colluding = [
             ColludingClient(v, e, m, tuple(sorted(s)))
             for v, (e, m, s) in sorted(self._colluder_secrets.items())

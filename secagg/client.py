@@ -10,6 +10,12 @@ Robustness to misbehaving peers: a neighbour's share ciphertext that does not au
 complaint (reported with the masked input), not an abort — the client still masks with that
 neighbour and simply holds none of its shares, so one bad client cannot make its neighbours
 abort the round.
+
+Sessions: with ``config.iterations = R > 1`` one key setup serves R secure sums. Each sum has
+its own self-mask seed and its own mask key pair (all shared once at setup), so recovering a
+client that drops in sum r reveals nothing of any other sum; sum r ≥ 2 starts with an
+:class:`~secagg.messages.IterationRequest` carrying the server's broadcast (the iterate), which
+the malicious mode binds into that sum's consistency signatures.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from secagg.identity import (
     TrustStore,
     advertisement_message,
     consistency_message,
+    iterate_digest,
 )
 from secagg.keys import (
     KEY_BYTES,
@@ -53,6 +60,7 @@ from secagg.messages import (
     ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
+    IterationRequest,
     KeyDirectory,
     MaskedInput,
     Message,
@@ -66,17 +74,17 @@ from secagg.ring import RingArray
 from secagg.transcript import (
     SERVER_ID,
     SHARE_BYTES,
-    SHARE_PLAINTEXT_BYTES,
     encode_share,
     seed_commitment,
     session_id,
+    share_plaintext_bytes,
 )
 
 __all__ = ["Client", "ClientState"]
 
 # Snapshot format (little-endian): version:u8 ‖ state:u8 ‖ client_id:u32 ‖ field*, each field a u32
 # length and its bytes, in the order of _SNAPSHOT_FIELDS.
-_SNAPSHOT_VERSION = 2
+_SNAPSHOT_VERSION = 3
 _SNAPSHOT_HEADER = struct.Struct("<BBI")
 _U32 = struct.Struct("<I")
 _SESSION_BYTES = 32  # a SHA-256 session id; also the length of a share-encryption key
@@ -84,20 +92,22 @@ _SNAPSHOT_FIELDS = (
     "config",
     "abort_reason",
     "encryption_key",
-    "mask_key",
+    "mask_keys",
     "round_secret",
-    "self_mask_seed",
+    "self_mask_seeds",
     "session_id",
     "directory_ids",
     "neighbors",
     "neighbor_keys",
     "receive_keys",
-    "senders",
+    "iteration",
+    "members",
     "complaints",
     "pairwise_keys",
     "held_seed_shares",
     "held_key_shares",
     "survivor_view",
+    "iterate_digest",
     "input",
 )
 _ROUND_LABEL = b"secagg-dp/v2/client-round/"
@@ -132,6 +142,12 @@ def _decode_ids(data: bytes) -> tuple[int, ...]:
     return tuple(int(v) for v in np.frombuffer(data, dtype="<u4"))
 
 
+def _chunks(data: bytes, size: int) -> list[bytes]:
+    if len(data) % size:
+        raise ValueError("corrupt client snapshot: bad field length")
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
 logger = logging.getLogger(__name__)
 
 
@@ -143,12 +159,13 @@ class ClientState(Enum):
     AWAITING_SHARES = "awaiting_shares"
     AWAITING_CONSISTENCY_REQUEST = "awaiting_consistency_request"
     AWAITING_UNMASK_REQUEST = "awaiting_unmask_request"
+    AWAITING_ITERATION = "awaiting_iteration"
     COMPLETED = "completed"
     ABORTED = "aborted"
 
 
 class Client:
-    """One SecAgg / SecAgg+ client.
+    """One SecAgg / SecAgg+ client (of one sum, or of a session of ``config.iterations`` sums).
 
     Parameters
     ----------
@@ -158,7 +175,7 @@ class Client:
         This client's id, in [1, 2^31 − 2]; it is also its Shamir evaluation point.
     input_vector
         The integer vector to sum (length ``config.dimension``, values in [-M/2, M)); may
-        instead be given later with :meth:`set_input`, before the masked-input phase.
+        instead be given later with :meth:`set_input`, before each masked-input phase.
     random_source
         Cryptographic randomness for keys and the per-round secret; ``None`` draws a fresh
         :class:`~secagg.KeystreamRandom` seeded by the operating system.
@@ -225,20 +242,22 @@ class Client:
             self.set_input(input_vector)
         # Secrets and per-session state, filled in as the phases go.
         self._encryption_keys: KeyPair | None = None
-        self._mask_keys: KeyPair | None = None
+        self._mask_keys: list[KeyPair] = []  # one per sum of the session
         self._round_secret = b""
-        self._self_mask_seed = b""
+        self._self_mask_seeds: list[bytes] = []  # one per sum of the session
         self._session_id = b""
         self._directory_ids: tuple[int, ...] = ()
         self._neighbors: tuple[int, ...] = ()
         self._neighbor_keys: dict[int, ClientKeys] = {}
         self._receive_keys: dict[int, bytes] = {}
-        self._senders: tuple[int, ...] = ()
+        self._iteration = 0  # the sum in progress (1-based); 0 before the first
+        self._members: tuple[int, ...] = ()  # the neighbours this sum masks with
         self._complaints: tuple[int, ...] = ()
-        self._pairwise_keys: dict[int, bytes] = {}
-        self._held_seed_shares: dict[int, bytes] = {}
+        self._pairwise_keys: dict[int, bytes] = {}  # this sum's, with each member
+        self._held_seed_shares: dict[int, bytes] = {}  # every sum's, per neighbour
         self._held_key_shares: dict[int, bytes] = {}
         self._survivor_view: tuple[int, ...] = ()
+        self._iterate_digest = b""
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -267,13 +286,19 @@ class Client:
         """Neighbours whose share ciphertext did not authenticate (after the masked input)."""
         return self._complaints
 
+    @property
+    def iteration(self) -> int:
+        """The sum of the session in progress, or last completed (1-based; 0 before)."""
+        return self._iteration
+
     def set_input(self, input_vector: ArrayLike) -> None:
-        """Set the vector to sum (integers in [-M/2, M), length ``config.dimension``).
+        """Set the vector to sum (integers in [-M/2, M), length ``config.dimension``): before
+        the first masked-input phase, and in a session again before each further sum.
 
         Raises
         ------
         LocalProtocolError
-            If the masked input has already been sent.
+            If the client is between a masked input and its unmask request, or finished.
         TypeError, ValueError
             On a non-integer vector, a wrong length or values out of range.
         """
@@ -293,10 +318,11 @@ class Client:
         self._input = vector
 
     def start(self) -> list[Message]:
-        """Begin the round: draw the round's secrets and advertise the two public keys.
+        """Begin the round: draw the round's secrets and advertise the public keys (the
+        share-encryption key and one mask key per sum of the session).
 
         In the malicious mode the advertisement is signed with the identity key, bound to the
-        round (config digest), the id and both keys.
+        round (config digest), the id and every key.
 
         Raises
         ------
@@ -310,15 +336,16 @@ class Client:
         # handles the same directory again re-sends identical bytes.
         self._round_secret = self._random.random_bytes(KEY_BYTES)
         self._encryption_keys = KeyPair.generate(self._random)
-        self._mask_keys = KeyPair.generate(self._random)
+        self._mask_keys = [KeyPair.generate(self._random) for _ in range(self.config.iterations)]
         self._state = ClientState.AWAITING_KEY_DIRECTORY
-        encryption, mask = self._encryption_keys.public, self._mask_keys.public
+        encryption = self._encryption_keys.public
+        masks = b"".join(pair.public for pair in self._mask_keys)
         signature = b""
         if self._identity is not None:
             signature = self._identity.sign(
-                advertisement_message(self.config.digest, self.client_id, encryption, mask)
+                advertisement_message(self.config.digest, self.client_id, encryption, masks)
             )
-        return [AdvertiseKeys(self.config.digest, self.client_id, encryption, mask, signature)]
+        return [AdvertiseKeys(self.config.digest, self.client_id, encryption, masks, signature)]
 
     def receive(self, message: Message) -> list[Message]:
         """Process one message from the server; return the messages to send back.
@@ -398,11 +425,12 @@ class Client:
         values = {
             "config": self.config.to_bytes(),
             "abort_reason": (self._abort_reason or "").encode(),
-            "encryption_key": b"" if self._encryption_keys is None
+            "encryption_key": b""
+            if self._encryption_keys is None
             else self._encryption_keys.private,
-            "mask_key": b"" if self._mask_keys is None else self._mask_keys.private,
+            "mask_keys": b"".join(pair.private for pair in self._mask_keys),
             "round_secret": self._round_secret,
-            "self_mask_seed": self._self_mask_seed,
+            "self_mask_seeds": b"".join(self._self_mask_seeds),
             "session_id": self._session_id,
             "directory_ids": _encode_ids(self._directory_ids),
             "neighbors": _encode_ids(self._neighbors),
@@ -410,12 +438,14 @@ class Client:
                 {v: keys[0] + keys[1] for v, keys in self._neighbor_keys.items()}
             ),
             "receive_keys": _encode_map(self._receive_keys),
-            "senders": _encode_ids(self._senders),
+            "iteration": _U32.pack(self._iteration),
+            "members": _encode_ids(self._members),
             "complaints": _encode_ids(self._complaints),
             "pairwise_keys": _encode_map(self._pairwise_keys),
             "held_seed_shares": _encode_map(self._held_seed_shares),
             "held_key_shares": _encode_map(self._held_key_shares),
             "survivor_view": _encode_ids(self._survivor_view),
+            "iterate_digest": self._iterate_digest,
             "input": b"" if self._input is None else self._input.astype("<u8").tobytes(),
         }
         states = tuple(ClientState)
@@ -510,8 +540,9 @@ class Client:
             if (
                 len(f["input"]) % 8
                 or len(f["round_secret"]) not in (0, KEY_BYTES)
-                or len(f["self_mask_seed"]) not in (0, KEY_BYTES)
                 or len(f["session_id"]) not in (0, _SESSION_BYTES)
+                or len(f["iterate_digest"]) not in (0, 32)
+                or len(f["iteration"]) != 4
             ):
                 raise ValueError("corrupt client snapshot: bad field length")
             config = SecAggConfig.from_bytes(f["config"])
@@ -523,27 +554,37 @@ class Client:
                 identity=identity,
                 trust_store=trust_store,
             )
+            r = config.iterations
             client._state = states[state_index]
             client._abort_reason = f["abort_reason"].decode() or None
-            enc, mask = f["encryption_key"], f["mask_key"]
+            enc = f["encryption_key"]
             client._encryption_keys = KeyPair.from_private_bytes(enc) if enc else None
-            client._mask_keys = KeyPair.from_private_bytes(mask) if mask else None
+            client._mask_keys = [
+                KeyPair.from_private_bytes(k) for k in _chunks(f["mask_keys"], KEY_BYTES)
+            ]
+            seeds = _chunks(f["self_mask_seeds"], KEY_BYTES)
+            if len(client._mask_keys) not in (0, r) or len(seeds) not in (0, r):
+                raise ValueError("corrupt client snapshot: bad field length")
             client._round_secret = f["round_secret"]
-            client._self_mask_seed = f["self_mask_seed"]
+            client._self_mask_seeds = seeds
             client._session_id = f["session_id"]
             client._directory_ids = _decode_ids(f["directory_ids"])
             client._neighbors = _decode_ids(f["neighbors"])
-            keys_of = _decode_map(f["neighbor_keys"], 2 * KEY_BYTES)
+            keys_of = _decode_map(f["neighbor_keys"], (1 + r) * KEY_BYTES)
             client._neighbor_keys = {
                 v: ClientKeys(keys[:KEY_BYTES], keys[KEY_BYTES:]) for v, keys in keys_of.items()
             }
             client._receive_keys = _decode_map(f["receive_keys"], _SESSION_BYTES)
-            client._senders = _decode_ids(f["senders"])
+            (client._iteration,) = _U32.unpack(f["iteration"])
+            if client._iteration > r:
+                raise ValueError("corrupt client snapshot: iteration beyond the session")
+            client._members = _decode_ids(f["members"])
             client._complaints = _decode_ids(f["complaints"])
             client._pairwise_keys = _decode_map(f["pairwise_keys"], MASK_KEY_BYTES)
-            client._held_seed_shares = _decode_map(f["held_seed_shares"], SHARE_BYTES)
-            client._held_key_shares = _decode_map(f["held_key_shares"], SHARE_BYTES)
+            client._held_seed_shares = _decode_map(f["held_seed_shares"], r * SHARE_BYTES)
+            client._held_key_shares = _decode_map(f["held_key_shares"], r * SHARE_BYTES)
             client._survivor_view = _decode_ids(f["survivor_view"])
+            client._iterate_digest = f["iterate_digest"]
             if f["input"]:
                 client._input = config.ring.reduce(np.frombuffer(f["input"], dtype="<u8"))
         except struct.error:
@@ -563,8 +604,10 @@ class Client:
             raise LocalProtocolError(f"client {self.client_id} aborted: {self._abort_reason}")
 
     def _forget_secrets(self) -> None:
-        self._encryption_keys = self._mask_keys = None
-        self._round_secret = self._self_mask_seed = b""
+        self._encryption_keys = None
+        self._mask_keys = []
+        self._round_secret = b""
+        self._self_mask_seeds = []
         self._input = None
         self._receive_keys.clear()
         self._pairwise_keys.clear()
@@ -586,6 +629,13 @@ class Client:
                 f"message addressed to client {message.peer}", peer_id=SERVER_ID
             )
 
+    def _check_iteration(self, message: Message) -> None:
+        iteration = getattr(message, "iteration", self._iteration)
+        if iteration != self._iteration:
+            raise RemoteProtocolError(
+                f"a message of sum {iteration} during sum {self._iteration}", peer_id=SERVER_ID
+            )
+
     def _check_directory(self, message: KeyDirectory, ids: tuple[int, ...]) -> None:
         """Malicious mode: every id is a known client and no public key appears twice."""
         store = self._trust_store
@@ -598,7 +648,11 @@ class Client:
                 f"the key directory lists ids outside the trust store: {unknown[:5]}",
                 peer_id=SERVER_ID,
             )
-        public = [key for keys in message.keys().values() for key in keys[:2]]
+        public = [
+            keys.mask_key[i : i + KEY_BYTES]
+            for keys in message.keys().values()
+            for i in range(0, len(keys.mask_key), KEY_BYTES)
+        ] + [keys.encryption_key for keys in message.keys().values()]
         if len(set(public)) != len(public):
             raise RemoteProtocolError(
                 "the key directory lists one public key twice", peer_id=SERVER_ID
@@ -607,12 +661,19 @@ class Client:
     def _on_key_directory(self, message: Message) -> list[Message]:
         assert isinstance(message, KeyDirectory)
         self._check_envelope(message, self.config.digest)
-        assert self._encryption_keys is not None and self._mask_keys is not None
+        assert self._encryption_keys is not None and self._mask_keys
+        if message.iterations != self.config.iterations:
+            raise RemoteProtocolError(
+                f"a key directory for {message.iterations} sums; this session has "
+                f"{self.config.iterations}",
+                peer_id=SERVER_ID,
+            )
         try:
             mine = message.lookup([self.client_id])[self.client_id]
         except KeyError:
             mine = None
-        if mine is None or mine[:2] != (self._encryption_keys.public, self._mask_keys.public):
+        own = (self._encryption_keys.public, b"".join(p.public for p in self._mask_keys))
+        if mine is None or mine[:2] != own:
             raise RemoteProtocolError(
                 "the key directory does not list this client's keys", peer_id=SERVER_ID
             )
@@ -656,12 +717,11 @@ class Client:
         self._neighbors = neighbors
         self._neighbor_keys = {v: ClientKeys(*directory[v][:2]) for v in neighbors}
         derived = KeystreamRandom(self._round_secret, label=_ROUND_LABEL + self._session_id)
-        self._self_mask_seed = derived.random_bytes(KEY_BYTES)
+        self._self_mask_seeds = [derived.random_bytes(KEY_BYTES) for _ in self._mask_keys]
+        # Per sum r: a share of its seed and of its mask key (seeds first, then keys).
         secrets = np.concatenate(
-            [
-                shamir.split_secret(self._self_mask_seed),
-                shamir.split_secret(self._mask_keys.private),
-            ]
+            [shamir.split_secret(seed) for seed in self._self_mask_seeds]
+            + [shamir.split_secret(pair.private) for pair in self._mask_keys]
         )
         shares = shamir.share(secrets, neighbors, threshold, derived)
         ciphertexts = []
@@ -682,8 +742,13 @@ class Client:
             )
             ciphertexts.append((v, ciphertext))
         self._state = ClientState.AWAITING_SHARES
-        commitment = seed_commitment(self._session_id, self.client_id, self._self_mask_seed)
-        return [EncryptedShares(self._session_id, self.client_id, commitment, tuple(ciphertexts))]
+        commitments = b"".join(
+            seed_commitment(self._session_id, self.client_id, seed, r)
+            for r, seed in enumerate(self._self_mask_seeds, 1)
+        )
+        return [
+            EncryptedShares(self._session_id, self.client_id, commitments, tuple(ciphertexts))
+        ]
 
     def _on_forwarded_shares(self, message: Message) -> list[Message]:
         assert isinstance(message, ForwardedShares)
@@ -706,6 +771,8 @@ class Client:
                 f"client {self.client_id} has no input: call set_input() before the "
                 "masked-input phase"
             )
+        expected = share_plaintext_bytes(self.config.iterations)
+        half = expected // 2
         complaints = []
         for v, ciphertext in message.ciphertexts:
             try:
@@ -718,64 +785,112 @@ class Client:
                 )
             except RemoteProtocolError:
                 plaintext = b""
-            if len(plaintext) != SHARE_PLAINTEXT_BYTES:
+            if len(plaintext) != expected:
                 # Not an abort: the sender (or the relay) is at fault; this client still masks
                 # with v and just holds none of v's shares.
                 complaints.append(v)
                 logger.info("client %d: shares from %d do not authenticate", self.client_id, v)
                 continue
-            self._held_seed_shares[v] = plaintext[:SHARE_BYTES]
-            self._held_key_shares[v] = plaintext[SHARE_BYTES:]
-        assert self._mask_keys is not None
+            self._held_seed_shares[v] = plaintext[:half]
+            self._held_key_shares[v] = plaintext[half:]
+        self._complaints = tuple(sorted(complaints))
+        self._receive_keys.clear()
+        self._iteration = 1
+        return self._mask(tuple(sorted(senders)), message.iterate)
+
+    def _on_iteration_request(self, message: Message) -> list[Message]:
+        assert isinstance(message, IterationRequest)
+        self._check_envelope(message, self._session_id)
+        if message.iteration != self._iteration + 1:
+            raise RemoteProtocolError(
+                f"sum {message.iteration} requested after sum {self._iteration}",
+                peer_id=SERVER_ID,
+            )
+        members = message.members
+        if list(members) != sorted(set(members)):
+            raise RemoteProtocolError(
+                "the members are not strictly increasing", peer_id=SERVER_ID
+            )
+        # Only neighbours that survived the previous sum may take part: a client declared
+        # dropped never comes back.
+        allowed = set(self._survivor_view)
+        if not allowed.issuperset(members):
+            raise RemoteProtocolError(
+                f"sum {message.iteration} lists neighbours that did not survive the last sum: "
+                f"{sorted(set(members) - allowed)}",
+                peer_id=SERVER_ID,
+            )
+        if len(members) < self.config.threshold:
+            raise TooFewSurvivorsError(
+                f"only {len(members)} neighbours of client {self.client_id} remain in the "
+                f"session; threshold t={self.config.threshold}"
+            )
+        if self._input is None:
+            raise LocalProtocolError(
+                f"client {self.client_id} has no input for sum {message.iteration}: call "
+                "set_input() first"
+            )
+        self._iteration = message.iteration
+        return self._mask(members, message.iterate)
+
+    def _mask(self, members: tuple[int, ...], iterate: bytes) -> list[Message]:
+        """This sum's masked input over ``members`` (y_u = x_u + PRG(b_u) ± Σ PRG(s_uv))."""
+        assert self._input is not None
+        r = self._iteration
+        pair = self._mask_keys[r - 1]
         ring = self.config.ring
         masked = self._input  # the client's own copy (set_input reduced it): masked in place
         self._input = None
         name = self.config.vector_name
         plus = [
             self_mask_key(
-                self._self_mask_seed,
+                self._self_mask_seeds[r - 1],
                 session_id=self._session_id,
                 owner=self.client_id,
                 vector_name=name,
+                iteration=r,
             )
         ]
         minus: list[bytes] = []
-        for v in sorted(senders):
-            shared = self._mask_keys.agree(self._neighbor_keys[v].mask_key, peer_id=v)
+        self._pairwise_keys = {}
+        for v in members:
+            shared = pair.agree(self._neighbor_keys[v].mask_key_of(r), peer_id=v)
             key = pairwise_mask_key(
                 shared,
                 session_id=self._session_id,
                 first=self.client_id,
                 second=v,
                 vector_name=name,
+                iteration=r,
             )
             self._pairwise_keys[v] = key
             # y_u gets +PRG(s_uv) for v > u and −PRG(s_uv) for v < u (Bonawitz et al., §3).
             (minus if v < self.client_id else plus).append(key)
         add_masks(masked, ring, add=plus, subtract=minus)
         ring.normalize(masked)
-        self._senders = tuple(sorted(senders))
-        self._complaints = tuple(sorted(complaints))
-        self._neighbor_keys.clear()
-        self._receive_keys.clear()
+        self._members = members
+        self._iterate_digest = iterate_digest(iterate)
         self._state = (
             ClientState.AWAITING_CONSISTENCY_REQUEST
             if self.config.malicious
             else ClientState.AWAITING_UNMASK_REQUEST
         )
+        complaints = self._complaints if r == 1 else ()
         return [
             MaskedInput(
                 self._session_id,
                 self.client_id,
                 self.config.modulus_bits,
                 masked,
-                self._complaints,
+                complaints,
+                r,
             )
         ]
 
     def _on_consistency_request(self, message: Message) -> list[Message]:
         assert isinstance(message, ConsistencyRequest)
         self._check_envelope(message, self._session_id)
+        self._check_iteration(message)
         view = message.survivors
         if list(view) != sorted(set(view)):
             raise RemoteProtocolError(
@@ -797,9 +912,9 @@ class Client:
             )
         members = set(view)
         surviving = [v for v in self._neighbors if v in members]
-        if not set(self._senders).issuperset(surviving):
+        if not set(self._members).issuperset(surviving):
             raise RemoteProtocolError(
-                "the survivor set names neighbours that never shared keys with this client",
+                "the survivor set names neighbours this client did not mask with",
                 peer_id=SERVER_ID,
             )
         if len(surviving) < self.config.threshold:
@@ -809,9 +924,18 @@ class Client:
             )
         assert self._identity is not None
         self._survivor_view = tuple(view)
-        signature = self._identity.sign(consistency_message(self._session_id, view))
+        signature = self._identity.sign(
+            consistency_message(
+                self._session_id,
+                view,
+                iteration=self._iteration,
+                iterate=self._iterate_digest,
+            )
+        )
         self._state = ClientState.AWAITING_UNMASK_REQUEST
-        return [ConsistencySignature(self._session_id, self.client_id, signature)]
+        return [
+            ConsistencySignature(self._session_id, self.client_id, signature, self._iteration)
+        ]
 
     def _check_unmask_lists(self, message: UnmaskRequest) -> None:
         survivors, dropped = message.survivors, message.dropped
@@ -825,7 +949,7 @@ class Client:
             raise RemoteProtocolError(
                 f"asked for both shares of clients {sorted(both)}", peer_id=SERVER_ID
             )
-        unknown = (set(survivors) | set(dropped)) - set(self._senders)
+        unknown = (set(survivors) | set(dropped)) - set(self._members)
         if unknown:
             raise RemoteProtocolError(
                 f"unmask request names unknown clients {sorted(unknown)}", peer_id=SERVER_ID
@@ -839,17 +963,22 @@ class Client:
             return
         # Malicious mode: the lists must be exactly what the signed survivor set implies ...
         members = set(self._survivor_view)
-        expected_survivors = tuple(v for v in self._senders if v in members)
-        expected_dropped = tuple(v for v in self._senders if v not in members)
+        expected_survivors = tuple(v for v in self._members if v in members)
+        expected_dropped = tuple(v for v in self._members if v not in members)
         if survivors != expected_survivors or dropped != expected_dropped:
             raise RemoteProtocolError(
                 "the unmask request disagrees with the survivor set this client signed",
                 peer_id=SERVER_ID,
             )
-        # ... and a quorum of clients must have signed that same set (Bonawitz et al. 2017,
-        # round 4 of the active protocol; quorum form: secagg/malicious_security.md).
+        # ... and a quorum of clients must have signed that same set and iterate (Bonawitz et
+        # al. 2017, round 4 of the active protocol; quorum form: secagg/malicious_security.md).
         quorum = self.config.consistency_quorum(len(self._directory_ids))
-        signed = consistency_message(self._session_id, self._survivor_view)
+        signed = consistency_message(
+            self._session_id,
+            self._survivor_view,
+            iteration=self._iteration,
+            iterate=self._iterate_digest,
+        )
         store = self._trust_store
         assert store is not None
         valid: set[int] = set()
@@ -870,18 +999,31 @@ class Client:
     def _on_unmask_request(self, message: Message) -> list[Message]:
         assert isinstance(message, UnmaskRequest)
         self._check_envelope(message, self._session_id)
+        self._check_iteration(message)
         self._check_unmask_lists(message)
         survivors, dropped = message.survivors, message.dropped
+        r = self._iteration
+        window = slice((r - 1) * SHARE_BYTES, r * SHARE_BYTES)  # this sum's share of each
+        seed_shares = self._held_seed_shares
+        key_shares = self._held_key_shares
         response = UnmaskResponse(
             self._session_id,
             self.client_id,
-            tuple((v, self._held_seed_shares[v]) for v in survivors if v in self._held_seed_shares),
-            tuple((v, self._held_key_shares[v]) for v in dropped if v in self._held_key_shares),
-            self._self_mask_seed,
+            tuple((v, seed_shares[v][window]) for v in survivors if v in seed_shares),
+            tuple((v, key_shares[v][window]) for v in dropped if v in key_shares),
+            self._self_mask_seeds[r - 1],
             tuple((v, self._pairwise_keys[v]) for v in dropped),
+            r,
         )
-        self._forget_secrets()
-        self._state = ClientState.COMPLETED
+        # This sum's secrets are spent; the next sum's are untouched.
+        self._pairwise_keys = {}
+        self._survivor_view = survivors if not self.config.malicious else self._survivor_view
+        if r == self.config.iterations:
+            self._forget_secrets()
+            self._state = ClientState.COMPLETED
+        else:
+            self._self_mask_seeds[r - 1] = bytes(KEY_BYTES)
+            self._state = ClientState.AWAITING_ITERATION
         return [response]
 
 
@@ -890,6 +1032,7 @@ _Handler = Callable[[Client, Message], list[Message]]
 _TRANSITIONS: dict[tuple[ClientState, type], _Handler] = {
     (ClientState.AWAITING_KEY_DIRECTORY, KeyDirectory): Client._on_key_directory,
     (ClientState.AWAITING_SHARES, ForwardedShares): Client._on_forwarded_shares,
+    (ClientState.AWAITING_ITERATION, IterationRequest): Client._on_iteration_request,
     (ClientState.AWAITING_CONSISTENCY_REQUEST, ConsistencyRequest): Client._on_consistency_request,
     (ClientState.AWAITING_UNMASK_REQUEST, UnmaskRequest): Client._on_unmask_request,
 }

@@ -14,7 +14,7 @@ __all__ = ["PHASES", "Phase", "SecAggConfig", "ThreatModel"]
 
 _CONFIG_VERSION = 2
 _DIGEST_DOMAIN = b"secagg-dp/v2/config"
-_HEADER = struct.Struct("<BQBIIBI")
+_HEADER = struct.Struct("<BQBIIBIB")
 MIN_NONCE_BYTES = 16
 
 
@@ -112,6 +112,9 @@ class SecAggConfig:
         c: how many clients may collude with a malicious server. Default t − 1, the most the
         threshold can defend. The consistency check needs ⌊(n + c)/2⌋ + 1 signatures from the
         n clients of the key directory (:meth:`consistency_quorum`).
+    iterations
+        R: how many secure sums one session may run (1 to 255) after a single key setup
+        (:class:`secagg.Session`); 1 is a single secure sum.
 
     Examples
     --------
@@ -134,6 +137,7 @@ class SecAggConfig:
     vector_name: bytes = b""
     threat_model: ThreatModel | str = ThreatModel.MALICIOUS
     max_colluding: int | None = None
+    iterations: int = 1
     _digest: bytes = field(default=b"", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -167,6 +171,7 @@ class SecAggConfig:
         if self.max_colluding is None:
             object.__setattr__(self, "max_colluding", self.threshold - 1)
         _check_int("max_colluding", self.max_colluding, 0, 2**31 - 2)
+        _check_int("iterations", self.iterations, 1, 255)
         object.__setattr__(
             self, "_digest", hashlib.sha256(_DIGEST_DOMAIN + self.to_bytes()).digest()
         )
@@ -216,6 +221,7 @@ class SecAggConfig:
                 0 if self.neighbors is None else self.neighbors,
                 threat,
                 int(self.max_colluding or 0),
+                self.iterations,
             )
             + bytes([len(self.round_nonce)])
             + self.round_nonce
@@ -235,8 +241,8 @@ class SecAggConfig:
         data = bytes(data)
         if len(data) < _HEADER.size + 2:
             raise ValueError("truncated config")
-        version, dimension, bits, threshold, neighbors, threat, colluding = _HEADER.unpack_from(
-            data
+        (version, dimension, bits, threshold, neighbors, threat, colluding, iterations) = (
+            _HEADER.unpack_from(data)
         )
         if version != _CONFIG_VERSION:
             raise ValueError(f"unsupported config version {version}")
@@ -261,6 +267,7 @@ class SecAggConfig:
             vector_name=name,
             threat_model=list(ThreatModel)[threat],
             max_colluding=colluding,
+            iterations=iterations,
         )
 
     @property

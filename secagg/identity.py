@@ -36,6 +36,7 @@ __all__ = [
     "advertisement_message",
     "consistency_message",
     "generate_identities",
+    "iterate_digest",
     "load_identity",
     "write_identities",
 ]
@@ -44,6 +45,7 @@ SIGNATURE_BYTES = 64
 VERIFY_KEY_BYTES = 32
 _ADVERTISE_DOMAIN = b"secagg-dp/v2/advertise-keys"
 _CONSISTENCY_DOMAIN = b"secagg-dp/v2/consistency"
+_ITERATE_DOMAIN = b"secagg-dp/v2/iterate"
 _STORE_VERSION = 1
 _MAX_ID = 2**31 - 2
 
@@ -75,20 +77,49 @@ def advertisement_message(
     )
 
 
-def consistency_message(session_id: bytes, survivors: Iterable[int]) -> bytes:
-    """The bytes a client signs in the consistency check: the session and the survivor set U3.
+def iterate_digest(iterate: bytes) -> bytes:
+    """SHA-256 of what the server broadcast for one sum (domain-separated).
+
+    Examples
+    --------
+    >>> len(iterate_digest(b"centre"))
+    32
+    """
+    return hashlib.sha256(_ITERATE_DOMAIN + iterate).digest()
+
+
+EMPTY_ITERATE = iterate_digest(b"")
+
+
+def consistency_message(
+    session_id: bytes,
+    survivors: Iterable[int],
+    *,
+    iteration: int = 1,
+    iterate: bytes = EMPTY_ITERATE,
+) -> bytes:
+    """The bytes a client signs in the consistency check of one sum: the session, the sum's
+    number in the session, the survivor set U3 and the iterate the server broadcast for it.
 
     ``survivors`` is hashed in ascending order, so every party that holds the same set signs and
-    verifies the same 32-byte digest however the ids were listed.
+    verifies the same 32-byte digest however the ids were listed. Binding the iterate means a
+    server that sends different clients different iterates (models, Weiszfeld centres) cannot
+    certify the sum (Pasquini et al., CCS 2022, the model-inconsistency attack).
 
     Examples
     --------
     >>> consistency_message(bytes(32), [3, 1]) == consistency_message(bytes(32), (1, 3))
     True
+    >>> other = iterate_digest(b"another centre")
+    >>> consistency_message(bytes(32), [1], iterate=other) == consistency_message(bytes(32), [1])
+    False
     """
+    if len(iterate) != 32:
+        raise ValueError("iterate must be the 32-byte iterate_digest of the broadcast")
     ids = sorted(int(u) for u in survivors)
     digest = hashlib.sha256(b"".join(struct.pack(">I", u) for u in ids)).digest()
-    return _CONSISTENCY_DOMAIN + session_id + struct.pack(">I", len(ids)) + digest
+    header = struct.pack(">HI", iteration, len(ids))
+    return _CONSISTENCY_DOMAIN + session_id + header + digest + iterate
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -5,7 +5,9 @@ Key schedule (every key single-use, so the CTR nonce is fixed at zero):
     mask_key = HKDF-SHA256(ikm = seed, salt = session_id,
                            info = "secagg-dp/v1/mask/" ‖ purpose ‖ ids ‖ vector_name)[:16]
 
-with purpose ``self`` (ids = the owner) or ``pair`` (ids = the two ids, smaller first). The
+with purpose ``self`` (ids = the owner) or ``pair`` (ids = the two ids, smaller first), and
+``‖ "/" ‖ r`` for the r-th sum (r ≥ 2) of a session (its seeds and key pairs are per-sum already;
+the suffix separates the domains too; the first sum keeps the single-sum derivation). The
 keystream is read as little-endian words of the ring's storage type (uint32 for b ≤ 32, uint64
 otherwise); the low b bits of a uniform word are uniform on Z_{2^b}, so no value is favoured
 (unlike ``randint(0, M − 1)``, which never yields M − 1).
@@ -41,14 +43,26 @@ _ZERO_CHUNK = bytes(_CHUNK_BYTES)
 _NONCE = bytes(16)
 
 
-def _derive(ikm: bytes, session_id: bytes, purpose: bytes, ids: bytes, vector_name: bytes) -> bytes:
+def _derive(
+    ikm: bytes,
+    session_id: bytes,
+    purpose: bytes,
+    ids: bytes,
+    vector_name: bytes,
+    *,
+    iteration: int = 1,
+) -> bytes:
     if len(ikm) < 16:
         raise ValueError(f"mask seed material needs at least 16 bytes; got {len(ikm)}")
     info = _INFO_PREFIX + purpose + b"/" + ids + b"/" + vector_name
+    if iteration != 1:
+        info += b"/" + struct.pack(">H", iteration)
     return HKDF(algorithm=hashes.SHA256(), length=16, salt=session_id, info=info).derive(ikm)
 
 
-def self_mask_key(seed: bytes, *, session_id: bytes, owner: int, vector_name: bytes = b"") -> bytes:
+def self_mask_key(
+    seed: bytes, *, session_id: bytes, owner: int, vector_name: bytes = b"", iteration: int = 1
+) -> bytes:
     """The AES-128 key of client ``owner``'s self mask PRG(b_u).
 
     Examples
@@ -56,11 +70,18 @@ def self_mask_key(seed: bytes, *, session_id: bytes, owner: int, vector_name: by
     >>> self_mask_key(bytes(32), session_id=b"s" * 32, owner=1).hex()[:16]
     'f70ce59bfc8449d7'
     """
-    return _derive(seed, session_id, b"self", struct.pack(">I", owner), vector_name)
+    owner_id = struct.pack(">I", owner)
+    return _derive(seed, session_id, b"self", owner_id, vector_name, iteration=iteration)
 
 
 def pairwise_mask_key(
-    shared_secret: bytes, *, session_id: bytes, first: int, second: int, vector_name: bytes = b""
+    shared_secret: bytes,
+    *,
+    session_id: bytes,
+    first: int,
+    second: int,
+    vector_name: bytes = b"",
+    iteration: int = 1,
 ) -> bytes:
     """The AES-128 key of the pairwise mask PRG(s_uv); symmetric in the two ids.
 
@@ -73,7 +94,8 @@ def pairwise_mask_key(
     if first == second:
         raise ValueError(f"a pairwise mask needs two distinct ids; got {first} twice")
     low, high = sorted((first, second))
-    return _derive(shared_secret, session_id, b"pair", struct.pack(">II", low, high), vector_name)
+    ids = struct.pack(">II", low, high)
+    return _derive(shared_secret, session_id, b"pair", ids, vector_name, iteration=iteration)
 
 
 def add_masks(

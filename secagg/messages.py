@@ -34,6 +34,7 @@ __all__ = [
     "ConsistencySignature",
     "EncryptedShares",
     "ForwardedShares",
+    "IterationRequest",
     "KeyDirectory",
     "MaskedInput",
     "Message",
@@ -49,18 +50,27 @@ PUBLIC_KEY_BYTES = 32
 SIGNATURE_BYTES = 64
 SEED_BYTES = 32
 MASK_KEY_BYTES = 16
+MAX_ITERATIONS = 255  # secure sums one session may run
+MAX_ITERATE_BYTES = 1 << 28  # the server's broadcast per iteration (a model, a centre)
 MAX_ID = 2**31 - 2  # ids are Shamir evaluation points below the prime 2^31 − 1
 _HEADER = struct.Struct("<BB32sI")
 _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
-_ENTRY = struct.Struct("<I32s32s")
-_SIGNED_ENTRY = struct.Struct("<I32s32s64s")
+
+
+def _record(signed: bool, iterations: int) -> struct.Struct:
+    """A directory record: id ‖ c_pk ‖ R mask keys (‖ signature)."""
+    return struct.Struct(f"<I32s{32 * iterations}s" + ("64s" if signed else ""))
+
+
+_ENTRY = _record(False, 1)
 
 
 class MessageType(IntEnum):
-    """Wire type codes (1–7 in protocol order; 8–9 the malicious mode's consistency check)."""
+    """Wire type codes (1–7 in protocol order; 8–9 the malicious mode's consistency check; 10
+    starts each further sum of a session)."""
 
     ADVERTISE_KEYS = 1
     KEY_DIRECTORY = 2
@@ -71,6 +81,7 @@ class MessageType(IntEnum):
     UNMASK_RESPONSE = 7
     CONSISTENCY_REQUEST = 8
     CONSISTENCY_SIGNATURE = 9
+    ITERATION_REQUEST = 10
 
 
 def _check_id(name: str, value: object) -> None:
@@ -94,6 +105,33 @@ def _check_id_list(name: str, values: object) -> None:
         raise ValueError(f"{name} is too long")
     for value in values:
         _check_id(f"{name} entry", value)
+
+
+def _check_iteration(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"iteration must be an int; got {type(value).__name__}")
+    if not 1 <= value <= MAX_ITERATIONS:
+        raise ValueError(f"iteration must lie in [1, {MAX_ITERATIONS}]; got {value}")
+
+
+def _check_keys(name: str, value: object) -> int:
+    """A concatenation of 1..MAX_ITERATIONS public keys; returns how many."""
+    _check_bytes(name, value)
+    assert isinstance(value, bytes)
+    count, rest = divmod(len(value), PUBLIC_KEY_BYTES)
+    if rest or not 1 <= count <= MAX_ITERATIONS:
+        raise ValueError(
+            f"{name} must be 1 to {MAX_ITERATIONS} keys of {PUBLIC_KEY_BYTES} bytes; "
+            f"got {len(value)} bytes"
+        )
+    return count
+
+
+def _check_iterate(value: object) -> None:
+    _check_bytes("iterate", value)
+    assert isinstance(value, bytes)
+    if len(value) > MAX_ITERATE_BYTES:
+        raise ValueError(f"iterate holds at most {MAX_ITERATE_BYTES} bytes; got {len(value)}")
 
 
 def _check_optional(name: str, value: object, length: int) -> None:
@@ -128,20 +166,28 @@ def _encode_ids(values: tuple[int, ...]) -> bytes:
 
 
 class ClientKeys(NamedTuple):
-    """The two public keys one client advertised (and, in the malicious mode, its signature)."""
+    """The public keys one client advertised — its share-encryption key and one mask key per
+    iteration of the session, concatenated — and, in the malicious mode, its signature."""
 
     encryption_key: bytes
     mask_key: bytes
     signature: bytes = b""
 
+    def mask_key_of(self, iteration: int) -> bytes:
+        """The 32-byte mask public key for ``iteration`` (1-based)."""
+        start = (iteration - 1) * PUBLIC_KEY_BYTES
+        return self.mask_key[start : start + PUBLIC_KEY_BYTES]
+
 
 @dataclass(frozen=True, slots=True)
 class AdvertiseKeys:
-    """Phase 0, client → server: the client's two X25519 public keys.
+    """Phase 0, client → server: the client's X25519 public keys.
 
-    ``session_id`` is the config digest: the session id does not exist yet. In the malicious
-    mode ``signature`` is the client's Ed25519 signature over
-    :func:`secagg.identity.advertisement_message`; empty otherwise.
+    ``mask_key`` holds one 32-byte key per iteration of the session (its concatenation), so that
+    recovering a client that drops in one iteration reveals nothing of another. ``session_id``
+    is the config digest: the session id does not exist yet. In the malicious mode ``signature``
+    is the client's Ed25519 signature over :func:`secagg.identity.advertisement_message`; empty
+    otherwise.
     """
 
     session_id: bytes
@@ -156,7 +202,7 @@ class AdvertiseKeys:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("sender", self.sender)
         _check_bytes("encryption_key", self.encryption_key, PUBLIC_KEY_BYTES)
-        _check_bytes("mask_key", self.mask_key, PUBLIC_KEY_BYTES)
+        _check_keys("mask_key", self.mask_key)
         _check_optional("signature", self.signature, SIGNATURE_BYTES)
 
     @property
@@ -165,17 +211,24 @@ class AdvertiseKeys:
         return self.sender
 
     def _body(self) -> bytes:
-        return self.encryption_key + self.mask_key + _U8.pack(len(self.signature)) + self.signature
+        count = len(self.mask_key) // PUBLIC_KEY_BYTES
+        return (
+            self.encryption_key
+            + _U8.pack(count)
+            + self.mask_key
+            + _U8.pack(len(self.signature))
+            + self.signature
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class KeyDirectory:
     """Phase 0, server → client: every advertised key, sorted by client id.
 
-    ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32`` records (with
-    ``‖ signature:64`` when ``signed``, the malicious mode), strictly increasing in id; the
-    session id is a hash of it, so all parties hash identical bytes. ``session_id`` is the
-    config digest.
+    ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32·R`` records (R =
+    ``iterations``, one mask key per sum of the session; with ``‖ signature:64`` when
+    ``signed``, the malicious mode), strictly increasing in id; the session id is a hash of it,
+    so all parties hash identical bytes. ``session_id`` is the config digest.
 
     Examples
     --------
@@ -189,6 +242,7 @@ class KeyDirectory:
     recipient: int
     entries: bytes
     signed: bool = False
+    iterations: int = 1
 
     message_type = MessageType.KEY_DIRECTORY
 
@@ -198,6 +252,7 @@ class KeyDirectory:
         _check_bytes("entries", self.entries)
         if not isinstance(self.signed, bool):
             raise TypeError("signed must be a bool")
+        _check_iteration(self.iterations)
         if len(self.entries) % self._record.size:
             raise ValueError(f"entries must be a multiple of {self._record.size} bytes")
         ids = self.ids_array()
@@ -206,20 +261,27 @@ class KeyDirectory:
 
     @property
     def _record(self) -> struct.Struct:
-        return _SIGNED_ENTRY if self.signed else _ENTRY
+        return _record(self.signed, self.iterations)
 
     @classmethod
     def build(
-        cls, session_id: bytes, recipient: int, keys: dict[int, ClientKeys], *, signed: bool = False
+        cls,
+        session_id: bytes,
+        recipient: int,
+        keys: dict[int, ClientKeys],
+        *,
+        signed: bool = False,
+        iterations: int = 1,
     ) -> KeyDirectory:
         """A directory from a mapping id → keys (sorted here); ``signed`` keeps the signatures."""
+        record = _record(signed, iterations)
         if signed:
-            blob = b"".join(_SIGNED_ENTRY.pack(u, *keys[u]) for u in sorted(keys))
+            blob = b"".join(record.pack(u, *keys[u]) for u in sorted(keys))
         else:
             blob = b"".join(
-                _ENTRY.pack(u, keys[u].encryption_key, keys[u].mask_key) for u in sorted(keys)
+                record.pack(u, keys[u].encryption_key, keys[u].mask_key) for u in sorted(keys)
             )
-        return cls(session_id, recipient, blob, signed)
+        return cls(session_id, recipient, blob, signed, iterations)
 
     @property
     def peer(self) -> int:
@@ -262,16 +324,19 @@ class KeyDirectory:
 
     def _body(self) -> bytes:
         count = len(self.entries) // self._record.size
-        return _U8.pack(int(self.signed)) + _U32.pack(count) + self.entries
+        return (
+            _U8.pack(int(self.signed)) + _U8.pack(self.iterations) + _U32.pack(count) + self.entries
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class EncryptedShares:
     """Phase 1, client → server: one AEAD ciphertext of Shamir shares per neighbour.
 
-    ``seed_commitment`` is SHA-256 of the client's self-mask seed (domain-separated, bound to the
-    session and the client): a hiding commitment that lets the server verify the seed it
-    reconstructs, so corrupted shares are detected instead of silently spoiling the sum.
+    ``seed_commitment`` is one SHA-256 commitment per iteration's self-mask seed (concatenated;
+    domain-separated, bound to the session, the client and the iteration): hiding commitments
+    that let the server verify a seed it is given or reconstructs, so corrupted shares are
+    detected instead of silently spoiling the sum.
     """
 
     session_id: bytes
@@ -284,7 +349,7 @@ class EncryptedShares:
     def __post_init__(self) -> None:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("sender", self.sender)
-        _check_bytes("seed_commitment", self.seed_commitment, 32)
+        _check_keys("seed_commitment", self.seed_commitment)
         _check_blobs("ciphertexts", self.ciphertexts)
 
     @property
@@ -292,20 +357,29 @@ class EncryptedShares:
         """The client this message is from."""
         return self.sender
 
+    def commitment_of(self, iteration: int) -> bytes:
+        """The commitment to the self-mask seed of ``iteration`` (1-based)."""
+        return self.seed_commitment[32 * (iteration - 1) : 32 * iteration]
+
     def _body(self) -> bytes:
-        return self.seed_commitment + _encode_blobs(self.ciphertexts)
+        count = len(self.seed_commitment) // 32
+        return _U8.pack(count) + self.seed_commitment + _encode_blobs(self.ciphertexts)
 
 
 @dataclass(frozen=True, slots=True)
 class ForwardedShares:
-    """Phase 1, server → client: the ciphertexts addressed to the recipient, by sender.
+    """Phase 1, server → client: the ciphertexts addressed to the recipient, by sender; it also
+    starts the session's first sum.
 
-    The senders are the recipient's neighbours that completed share_keys.
+    The senders are the recipient's neighbours that completed share_keys. ``iterate`` is what
+    the server broadcasts for the first sum (a model, a centre; may be empty): the client's input
+    is computed from it, and the malicious mode binds it into the consistency signatures.
     """
 
     session_id: bytes
     recipient: int
     ciphertexts: tuple[tuple[int, bytes], ...]
+    iterate: bytes = b""
 
     message_type = MessageType.FORWARDED_SHARES
 
@@ -313,6 +387,7 @@ class ForwardedShares:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("recipient", self.recipient)
         _check_blobs("ciphertexts", self.ciphertexts)
+        _check_iterate(self.iterate)
 
     @property
     def peer(self) -> int:
@@ -320,7 +395,41 @@ class ForwardedShares:
         return self.recipient
 
     def _body(self) -> bytes:
-        return _encode_blobs(self.ciphertexts)
+        return _encode_blobs(self.ciphertexts) + _U32.pack(len(self.iterate)) + self.iterate
+
+
+@dataclass(frozen=True, slots=True)
+class IterationRequest:
+    """Session, server → client: start sum ``iteration`` (≥ 2) over the ``members`` — the
+    recipient's neighbours still in the session — with the server's broadcast ``iterate``."""
+
+    session_id: bytes
+    recipient: int
+    iteration: int
+    members: tuple[int, ...]
+    iterate: bytes = b""
+
+    message_type = MessageType.ITERATION_REQUEST
+
+    def __post_init__(self) -> None:
+        _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
+        _check_id("recipient", self.recipient)
+        _check_iteration(self.iteration)
+        _check_id_list("members", self.members)
+        _check_iterate(self.iterate)
+
+    @property
+    def peer(self) -> int:
+        """The client this message is for."""
+        return self.recipient
+
+    def _body(self) -> bytes:
+        return (
+            _U16.pack(self.iteration)
+            + _encode_ids(self.members)
+            + _U32.pack(len(self.iterate))
+            + self.iterate
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +443,7 @@ class MaskedInput:
     Examples
     --------
     >>> msg = MaskedInput(bytes(32), 1, 12, np.arange(8, dtype=np.uint32))
-    >>> len(encode_message(msg)) - 51  # 8 entries × 12 bits
+    >>> len(encode_message(msg)) - 53  # 8 entries × 12 bits
     12
     """
 
@@ -343,6 +452,7 @@ class MaskedInput:
     modulus_bits: int
     vector: RingArray = field(compare=False)
     complaints: tuple[int, ...] = ()
+    iteration: int = 1
 
     message_type = MessageType.MASKED_INPUT
 
@@ -355,6 +465,7 @@ class MaskedInput:
         if self.vector.ndim != 1 or self.vector.dtype != ring.dtype:
             raise ValueError(f"vector must be a 1-D {ring.dtype} array")
         _check_id_list("complaints", self.complaints)
+        _check_iteration(self.iteration)
 
     @property
     def peer(self) -> int:
@@ -368,6 +479,7 @@ class MaskedInput:
         # The vector is joined straight into the message (no intermediate copy).
         ring = Ring(self.modulus_bits)
         return [
+            _U16.pack(self.iteration),
             _U8.pack(self.modulus_bits),
             _encode_ids(self.complaints),
             _U64.pack(self.vector.size),
@@ -387,6 +499,7 @@ class ConsistencyRequest:
     session_id: bytes
     recipient: int
     survivors: tuple[int, ...]
+    iteration: int = 1
 
     message_type = MessageType.CONSISTENCY_REQUEST
 
@@ -394,6 +507,7 @@ class ConsistencyRequest:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("recipient", self.recipient)
         _check_id_list("survivors", self.survivors)
+        _check_iteration(self.iteration)
 
     @property
     def peer(self) -> int:
@@ -401,16 +515,18 @@ class ConsistencyRequest:
         return self.recipient
 
     def _body(self) -> bytes:
-        return _encode_ids(self.survivors)
+        return _U16.pack(self.iteration) + _encode_ids(self.survivors)
 
 
 @dataclass(frozen=True, slots=True)
 class ConsistencySignature:
-    """Malicious mode, client → server: the client's signature over (session, U3)."""
+    """Malicious mode, client → server: the client's signature over (session, iteration, U3,
+    the iterate it received)."""
 
     session_id: bytes
     sender: int
     signature: bytes
+    iteration: int = 1
 
     message_type = MessageType.CONSISTENCY_SIGNATURE
 
@@ -418,6 +534,7 @@ class ConsistencySignature:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("sender", self.sender)
         _check_bytes("signature", self.signature, SIGNATURE_BYTES)
+        _check_iteration(self.iteration)
 
     @property
     def peer(self) -> int:
@@ -425,7 +542,7 @@ class ConsistencySignature:
         return self.sender
 
     def _body(self) -> bytes:
-        return self.signature
+        return _U16.pack(self.iteration) + self.signature
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,6 +560,7 @@ class UnmaskRequest:
     survivors: tuple[int, ...]
     dropped: tuple[int, ...]
     signatures: tuple[tuple[int, bytes], ...] = ()
+    iteration: int = 1
 
     message_type = MessageType.UNMASK_REQUEST
 
@@ -452,6 +570,7 @@ class UnmaskRequest:
         _check_id_list("survivors", self.survivors)
         _check_id_list("dropped", self.dropped)
         _check_blobs("signatures", self.signatures)
+        _check_iteration(self.iteration)
 
     @property
     def peer(self) -> int:
@@ -460,7 +579,8 @@ class UnmaskRequest:
 
     def _body(self) -> bytes:
         return (
-            _encode_ids(self.survivors)
+            _U16.pack(self.iteration)
+            + _encode_ids(self.survivors)
             + _encode_ids(self.dropped)
             + _encode_blobs(self.signatures)
         )
@@ -485,6 +605,7 @@ class UnmaskResponse:
     key_shares: tuple[tuple[int, bytes], ...]
     self_mask_seed: bytes = b""
     pairwise_keys: tuple[tuple[int, bytes], ...] = ()
+    iteration: int = 1
 
     message_type = MessageType.UNMASK_RESPONSE
 
@@ -495,6 +616,7 @@ class UnmaskResponse:
         _check_blobs("key_shares", self.key_shares)
         _check_optional("self_mask_seed", self.self_mask_seed, SEED_BYTES)
         _check_blobs("pairwise_keys", self.pairwise_keys)
+        _check_iteration(self.iteration)
 
     @property
     def peer(self) -> int:
@@ -503,7 +625,8 @@ class UnmaskResponse:
 
     def _body(self) -> bytes:
         return (
-            _U8.pack(len(self.self_mask_seed))
+            _U16.pack(self.iteration)
+            + _U8.pack(len(self.self_mask_seed))
             + self.self_mask_seed
             + _encode_blobs(self.seed_shares)
             + _encode_blobs(self.key_shares)
@@ -516,6 +639,7 @@ Message: TypeAlias = (
     | KeyDirectory
     | EncryptedShares
     | ForwardedShares
+    | IterationRequest
     | MaskedInput
     | ConsistencyRequest
     | ConsistencySignature
@@ -527,6 +651,7 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     KeyDirectory,
     EncryptedShares,
     ForwardedShares,
+    IterationRequest,
     MaskedInput,
     ConsistencyRequest,
     ConsistencySignature,
@@ -543,7 +668,7 @@ def encode_message(message: Message) -> bytes:
     >>> msg = AdvertiseKeys(bytes(32), 3, bytes(32), bytes(32))
     >>> data = encode_message(msg)
     >>> len(data), decode_message(data) == msg
-    (103, True)
+    (104, True)
     """
     header = _HEADER.pack(
         PROTOCOL_VERSION, int(message.message_type), message.session_id, message.peer
@@ -603,6 +728,13 @@ class _Reader:
         count = self.count(4)
         return tuple(np.frombuffer(self.take(4 * count), dtype="<u4").tolist())
 
+    def sized(self) -> bytes:
+        """A u32 length, then that many bytes."""
+        size = self.unpack(_U32)
+        if size > MAX_ITERATE_BYTES:
+            raise self.fail(f"a field of {size} bytes exceeds {MAX_ITERATE_BYTES}")
+        return self.take(size)
+
     def optional(self, length: int) -> bytes:
         size = self.unpack(_U8)
         if size not in (0, length):
@@ -656,27 +788,39 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
     try:
         message: Message
         if kind is MessageType.ADVERTISE_KEYS:
+            encryption_key = reader.take(32)
+            count = reader.unpack(_U8)
             message = AdvertiseKeys(
                 session_id,
                 peer,
-                reader.take(32),
-                reader.take(32),
+                encryption_key,
+                reader.take(PUBLIC_KEY_BYTES * count),
                 reader.optional(SIGNATURE_BYTES),
             )
         elif kind is MessageType.KEY_DIRECTORY:
             signed = reader.unpack(_U8)
             if signed not in (0, 1):
                 raise reader.fail(f"directory flag {signed}")
-            record = _SIGNED_ENTRY if signed else _ENTRY
+            iterations = reader.unpack(_U8)
+            if not 1 <= iterations <= MAX_ITERATIONS:
+                raise reader.fail(f"directory of {iterations} iterations")
+            record = _record(bool(signed), iterations)
             count = reader.count(record.size)
             message = KeyDirectory(
-                session_id, peer, reader.take(count * record.size), bool(signed)
+                session_id, peer, reader.take(count * record.size), bool(signed), iterations
             )
         elif kind is MessageType.ENCRYPTED_SHARES:
-            message = EncryptedShares(session_id, peer, reader.take(32), reader.blobs())
+            commitments = reader.unpack(_U8)
+            message = EncryptedShares(
+                session_id, peer, reader.take(32 * commitments), reader.blobs()
+            )
         elif kind is MessageType.FORWARDED_SHARES:
-            message = ForwardedShares(session_id, peer, reader.blobs())
+            message = ForwardedShares(session_id, peer, reader.blobs(), reader.sized())
+        elif kind is MessageType.ITERATION_REQUEST:
+            iteration = reader.unpack(_U16)
+            message = IterationRequest(session_id, peer, iteration, reader.ids(), reader.sized())
         elif kind is MessageType.MASKED_INPUT:
+            iteration = reader.unpack(_U16)
             bits = reader.unpack(_U8)
             if not 1 <= bits <= 64:
                 raise reader.fail(f"modulus bits {bits} outside [1, 64]")
@@ -686,17 +830,25 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
             if ring.packed_size(dimension) != len(data) - reader.offset:
                 raise reader.fail("vector length does not match its dimension")
             vector = ring.unpack(reader.view(ring.packed_size(dimension)), dimension)
-            message = MaskedInput(session_id, peer, bits, vector, complaints)
+            message = MaskedInput(session_id, peer, bits, vector, complaints, iteration)
         elif kind is MessageType.CONSISTENCY_REQUEST:
-            message = ConsistencyRequest(session_id, peer, reader.ids())
+            iteration = reader.unpack(_U16)
+            message = ConsistencyRequest(session_id, peer, reader.ids(), iteration)
         elif kind is MessageType.CONSISTENCY_SIGNATURE:
-            message = ConsistencySignature(session_id, peer, reader.take(SIGNATURE_BYTES))
+            iteration = reader.unpack(_U16)
+            message = ConsistencySignature(
+                session_id, peer, reader.take(SIGNATURE_BYTES), iteration
+            )
         elif kind is MessageType.UNMASK_REQUEST:
-            message = UnmaskRequest(session_id, peer, reader.ids(), reader.ids(), reader.blobs())
+            iteration = reader.unpack(_U16)
+            message = UnmaskRequest(
+                session_id, peer, reader.ids(), reader.ids(), reader.blobs(), iteration
+            )
         else:
+            iteration = reader.unpack(_U16)
             seed = reader.optional(SEED_BYTES)
             message = UnmaskResponse(
-                session_id, peer, reader.blobs(), reader.blobs(), seed, reader.blobs()
+                session_id, peer, reader.blobs(), reader.blobs(), seed, reader.blobs(), iteration
             )
         reader.finish()
     except (ValueError, TypeError) as exc:

@@ -279,7 +279,7 @@ secagg.Quantizer first
             wire = np.dtype(f"<u{b // 8}")
             if arr.dtype == wire:
                 return memoryview(arr).cast("B")  # type: ignore[arg-type]
-        return self.pack(arr)
+        return self.pack(cast(RingArray, arr))
 
     def unpack(self, data: bytes | bytearray | memoryview, dimension: int) -> RingArray:
         """Inverse of :meth:`pack`; rejects wrong lengths and non-zero padding bits.

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
-from secagg.errors import ProtocolError, RemoteProtocolError
+from secagg.errors import LocalProtocolError, ProtocolError, RemoteProtocolError
 from secagg.identity import generate_identities
 from secagg.messages import (
     AdvertiseKeys,
@@ -29,11 +29,12 @@ from secagg.messages import (
 )
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Ring, RingArray
-from secagg.server import Server
+from secagg.server import Server, ServerState
 
 __all__ = [
     "PHASES",
     "SecureSumResult",
+    "Session",
     "default_threshold",
     "parse_dropouts",
     "plain_outcome",
@@ -67,6 +68,8 @@ class SecureSumResult:
     signatures, signature_verifications
         Ed25519 signatures the clients made and verifications all parties ran (malicious mode;
         0 in the semi-honest mode).
+    iteration
+        Which sum of its :class:`Session` this is (1 for :func:`secure_sum`).
     seed
         The seed the round ran with (``None``: fresh randomness, not reproducible).
     client_seconds, server_seconds, transport_seconds
@@ -77,8 +80,8 @@ class SecureSumResult:
     Examples
     --------
     >>> result = secure_sum([[1, 2], [3, 4], [5, 6]], modulus_bits=8, seed=2)
-    >>> result.total.tolist(), result.upload_bytes["masked_input"]  # 3 × (51 + 2 bytes)
-    ([9, 12], 159)
+    >>> result.total.tolist(), result.upload_bytes["masked_input"]  # 3 × (53 + 2 bytes)
+    ([9, 12], 165)
     """
 
     total: RingArray
@@ -93,6 +96,7 @@ class SecureSumResult:
     faults: tuple[str, ...] = ()
     signatures: int = 0
     signature_verifications: int = 0
+    iteration: int = 1
     client_seconds: dict[str, float] = field(default_factory=dict)
     server_seconds: dict[str, float] = field(default_factory=dict)
     transport_seconds: dict[str, float] = field(default_factory=dict)
@@ -317,6 +321,265 @@ class _Network:
             self.server_seconds[phase] += time.perf_counter() - start
 
 
+def _check_inputs(
+    inputs: Sequence[ArrayLike] | NDArray[np.integer],
+    n: int,
+    config: SecAggConfig,
+    members: Iterable[int],
+) -> None:
+    """Validate every member's input before any cryptography runs. Inputs are only indexed,
+    never copied into a list, so a lazy sequence keeps the caller's memory O(d)."""
+    if isinstance(inputs, np.ndarray) and inputs.ndim != 2:
+        raise ValueError(f"an input array must be 2-D (clients × dimension); got {inputs.shape}")
+    if len(inputs) != n:
+        raise ValueError(f"expected one input per client ({n}); got {len(inputs)}")
+    for i in members:
+        vector = config.ring.check(inputs[i])
+        if vector.size != config.dimension:
+            raise ValueError(
+                f"input {i} has shape {vector.shape}; every input must be 1-D of length "
+                f"{config.dimension}"
+            )
+
+
+class Session:
+    """Several secure sums of the same clients over one key setup, run in memory.
+
+    The real :class:`~secagg.Client` and :class:`~secagg.Server` with ``config.iterations =
+    R``: keys are advertised, checked and shared once; each further :meth:`sum` is two message
+    rounds (masked input; unmask — plus the consistency check in the malicious mode) and costs
+    no key agreement for the shares, no Shamir sharing and no share encryption. Every sum has
+    its own self-mask seeds and mask keys, so a client that drops in one sum is recovered for
+    that sum alone and excluded from the later ones (a returning client is refused).
+    ``iterate`` — what the server broadcasts for a sum (a model, a Weiszfeld centre) — is
+    delivered to every member and, in the malicious mode, bound into that sum's consistency
+    signatures: a server that sends different members different iterates cannot unmask.
+    Client ``i`` has id ``i + 1``. Derivation and security argument:
+    ``secagg/malicious_security.md`` §5.
+
+    Parameters
+    ----------
+    num_clients, dimension
+        n and d.
+    iterations
+        R, the most sums the session may run (1 to 255).
+    modulus_bits, threshold, neighbors, threat_model, max_colluding, min_inputs, seed
+        As for :func:`secure_sum`.
+
+    Examples
+    --------
+    >>> session = Session(4, 2, iterations=3, seed=0)
+    >>> session.sum([[1, 2], [3, 4], [5, 6], [7, 8]]).total.tolist()
+    [16, 20]
+    >>> second = session.sum([[1, 0], [1, 0], [1, 0], [1, 0]], iterate=b"step 2",
+    ...                      dropouts={"masked_input": [3]})
+    >>> second.total.tolist(), second.survivors, session.members
+    ([3, 0], (0, 1, 2), (0, 1, 2))
+    >>> session.remaining
+    1
+    """
+
+    def __init__(
+        self,
+        num_clients: int,
+        dimension: int,
+        *,
+        iterations: int,
+        modulus_bits: int = 32,
+        threshold: int | None = None,
+        neighbors: int | None = None,
+        threat_model: str = "malicious",
+        max_colluding: int | None = None,
+        min_inputs: int = 1,
+        seed: int | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        if isinstance(num_clients, bool) or not isinstance(num_clients, int):
+            raise TypeError(f"num_clients must be an int; got {type(num_clients).__name__}")
+        if num_clients < 2:
+            raise ValueError(f"a secure sum needs at least 2 clients; got {num_clients}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"seed must be an int or None; got {type(seed).__name__}")
+        if threshold is None:
+            threshold = default_threshold(num_clients, neighbors)
+        self._root = KeystreamRandom(seed, label=b"secagg-dp/v2/secure-sum")
+        self.config = SecAggConfig(
+            dimension=dimension,
+            threshold=threshold,
+            modulus_bits=modulus_bits,
+            neighbors=neighbors,
+            round_nonce=self._root.random_bytes(16),
+            threat_model=threat_model,
+            max_colluding=max_colluding,
+            iterations=iterations,
+        )
+        self.num_clients = num_clients
+        self.seed = seed
+        self.min_inputs = min_inputs
+        self._progress = progress
+        ids = list(range(1, num_clients + 1))
+        self._identities, self._trust_store = (
+            generate_identities(ids, self._root.random_bytes(32))
+            if self.config.malicious
+            else ({}, None)
+        )
+        self._clients = {
+            u: Client(
+                self.config,
+                u,
+                random_source=self._root.spawn(b"client/%d" % u),
+                identity=self._identities.get(u),
+                trust_store=self._trust_store,
+            )
+            for u in ids
+        }
+        # Validated now; the server is built at the first sum (it carries the first iterate).
+        Server(self.config, ids, min_inputs=min_inputs, trust_store=self._trust_store)
+        self._server: Server | None = None
+        self._closed = False
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        """Indices of the clients still in the session (all of them before the first sum)."""
+        if self._server is None:
+            return tuple(range(self.num_clients))
+        return tuple(sorted(u - 1 for u in self._server.members))
+
+    @property
+    def remaining(self) -> int:
+        """How many more sums the session can run."""
+        done = 0 if self._server is None else self._server.iteration
+        return 0 if self._closed else self.config.iterations - done
+
+    def close(self) -> None:
+        """End the session (no more sums). Idempotent."""
+        if self._server is not None and self._server.state is ServerState.AWAITING_ITERATION:
+            self._server.end_session()
+        self._closed = True
+
+    def sum(
+        self,
+        inputs: Sequence[ArrayLike] | NDArray[np.integer],
+        *,
+        iterate: bytes = b"",
+        dropouts: Mapping[str, Iterable[int]] | None = None,
+    ) -> SecureSumResult:
+        """Run the session's next secure sum over its members.
+
+        Parameters
+        ----------
+        inputs
+            One integer vector per client (indexed by client; non-members' are not read).
+        iterate
+            What the server broadcasts for this sum (bytes; bound into it in the malicious
+            mode).
+        dropouts
+            Phase → client indices that vanish before sending that phase's message. The key
+            phases (``advertise_keys``, ``share_keys``) exist only in the first sum.
+
+        Returns
+        -------
+        SecureSumResult
+            The total over this sum's survivors, with ``iteration`` set.
+
+        Raises
+        ------
+        TooFewSurvivorsError
+            If too few clients remain; the session aborts.
+        LocalProtocolError
+            If the session is closed or has run all its sums.
+        """
+        if self._closed or self.remaining == 0:
+            raise LocalProtocolError("the session has no sum left (closed or all R run)")
+        first = self._server is None
+        drop_phase = parse_dropouts(dropouts, self.num_clients)
+        phases = [p.value for p in self.config.phases]
+        if not first:
+            phases = phases[phases.index(Phase.MASKED_INPUT.value) :]
+        unknown = {p for p in drop_phase.values() if p not in phases}
+        if unknown:
+            raise ValueError(
+                f"this sum has no phase {sorted(unknown)[0]!r}; its phases are {', '.join(phases)}"
+            )
+        members = self.members
+        _check_inputs(inputs, self.num_clients, self.config, members)
+        ids = list(range(1, self.num_clients + 1))
+        if first:
+            self._server = Server(
+                self.config,
+                ids,
+                min_inputs=self.min_inputs,
+                trust_store=self._trust_store,
+                random_source=self._root.spawn(b"server"),
+                iterate=iterate,
+            )
+        server = self._server
+        assert server is not None
+        net = _Network(server, self._clients)
+        verifications = 0 if self._trust_store is None else self._trust_store.verifications
+
+        def gone(u: int, phase: str) -> bool:
+            dropped_at = drop_phase.get(u - 1)
+            return dropped_at is not None and PHASES.index(dropped_at) <= PHASES.index(phase)
+
+        def report(phase: str, done: int, total: int) -> None:
+            if self._progress is not None:
+                self._progress(phase, done, total)
+
+        outbox: list[Message] = []
+        if first:
+            phase = phases[0]
+            for done, u in enumerate(ids, 1):
+                if not gone(u, phase):
+                    start = time.perf_counter()
+                    advert = self._clients[u].start()
+                    net.client_seconds[phase] += time.perf_counter() - start
+                    outbox.extend(net.to_server(advert, phase, u))
+                report(phase, done, len(ids))
+            outbox.extend(net.close(phase))
+            later = phases[1:]
+        else:
+            start = time.perf_counter()
+            outbox = server.begin_iteration(iterate)
+            net.server_seconds[phases[0]] += time.perf_counter() - start
+            later = phases
+        # Each server message reaches its client, whose reply goes straight back.
+        for phase in later:
+            inbox, outbox = outbox, []
+            for done, message in enumerate(inbox, 1):
+                u = message.peer
+                client = self._clients[u]
+                if not gone(u, phase) and client.state is not ClientState.ABORTED:
+                    if phase == Phase.MASKED_INPUT.value:
+                        client.set_input(inputs[u - 1])
+                    replies = net.to_client(message, phase)
+                    outbox.extend(net.to_server(replies, phase, u))
+                report(phase, done, len(inbox))
+            outbox.extend(net.close(phase))
+        result = server.result
+        used = 0 if self._trust_store is None else self._trust_store.verifications - verifications
+        return SecureSumResult(
+            total=result.total,
+            survivors=tuple(u - 1 for u in result.survivors),
+            dropped=tuple(u - 1 for u in result.dropped),
+            modulus_bits=self.config.modulus_bits,
+            threshold=self.config.threshold,
+            neighbors=self.config.neighbors,
+            seed=self.seed,
+            threat_model=ThreatModel(self.config.threat_model).value,
+            max_colluding=int(self.config.max_colluding or 0),
+            faults=tuple(str(fault) for fault in result.faults),
+            signatures=net.signatures,
+            signature_verifications=used,
+            iteration=result.iteration,
+            client_seconds=net.client_seconds,
+            server_seconds=net.server_seconds,
+            transport_seconds=net.transport_seconds,
+            upload_bytes=net.upload,
+            download_bytes=net.download,
+        )
+
+
 def secure_sum(
     inputs: Sequence[ArrayLike] | NDArray[np.integer],
     *,
@@ -336,7 +599,7 @@ def secure_sum(
     message through its binary encoding and delivered with its sender's id (the server refuses
     a message claiming another sender). Client ``i`` has id ``i + 1``. In the malicious mode
     (the default) every client gets an Ed25519 identity generated for this run and all parties
-    share the trust store that lists them.
+    share the trust store that lists them. (A :class:`Session` of one sum.)
 
     Parameters
     ----------
@@ -395,107 +658,17 @@ def secure_sum(
     first_shape = np.shape(inputs[0])
     if len(first_shape) != 1 or first_shape[0] == 0:
         raise ValueError(f"input 0 has shape {first_shape}; inputs must be non-empty 1-D vectors")
-    dimension = int(first_shape[0])
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise TypeError(f"seed must be an int or None; got {type(seed).__name__}")
-    drop_phase = parse_dropouts(dropouts, n)
-    if threshold is None:
-        threshold = default_threshold(n, neighbors)
-    root = KeystreamRandom(seed, label=b"secagg-dp/v2/secure-sum")
-    config = SecAggConfig(
-        dimension=dimension,
-        threshold=threshold,
+    session = Session(
+        n,
+        int(first_shape[0]),
+        iterations=1,
         modulus_bits=modulus_bits,
+        threshold=threshold,
         neighbors=neighbors,
-        round_nonce=root.random_bytes(16),
         threat_model=threat_model,
         max_colluding=max_colluding,
-    )
-    late = Phase.CONSISTENCY_CHECK.value
-    if not config.malicious and any(p == late for p in drop_phase.values()):
-        raise ValueError("the consistency_check phase runs only in the malicious mode")
-    # Validate every input before any cryptography runs. Inputs are only indexed, never
-    # copied into a list, so a lazy sequence keeps the caller's memory O(d).
-    for i in range(n):
-        vector = config.ring.check(inputs[i])
-        if vector.size != dimension:
-            raise ValueError(
-                f"input {i} has shape {vector.shape}; every input must be 1-D of length {dimension}"
-            )
-    ids = list(range(1, n + 1))
-    identities, trust_store = (
-        generate_identities(ids, root.random_bytes(32)) if config.malicious else ({}, None)
-    )
-    clients = {
-        u: Client(
-            config,
-            u,
-            random_source=root.spawn(b"client/%d" % u),
-            identity=identities.get(u),
-            trust_store=trust_store,
-        )
-        for u in ids
-    }
-    server = Server(
-        config,
-        ids,
         min_inputs=min_inputs,
-        trust_store=trust_store,
-        random_source=root.spawn(b"server"),
-    )
-    net = _Network(server, clients)
-    order = [p.value for p in config.phases]
-
-    def gone(u: int, phase: str) -> bool:
-        dropped_at = drop_phase.get(u - 1)
-        return dropped_at is not None and PHASES.index(dropped_at) <= PHASES.index(phase)
-
-    def report(phase: str, done: int, total: int) -> None:
-        if progress is not None:
-            progress(phase, done, total)
-
-    # Phase 0: advertise keys.
-    phase = order[0]
-    outbox: list[Message] = []
-    for done, u in enumerate(ids, 1):
-        if not gone(u, phase):
-            start = time.perf_counter()
-            advert = clients[u].start()
-            net.client_seconds[phase] += time.perf_counter() - start
-            outbox.extend(net.to_server(advert, phase, u))
-        report(phase, done, n)
-    outbox.extend(net.close(phase))
-
-    # Later phases: each server message reaches its client, whose reply goes straight back.
-    for phase in order[1:]:
-        inbox, outbox = outbox, []
-        for done, message in enumerate(inbox, 1):
-            u = message.peer
-            if not gone(u, phase) and clients[u].state is not ClientState.ABORTED:
-                if phase == Phase.MASKED_INPUT.value:
-                    clients[u].set_input(inputs[u - 1])
-                replies = net.to_client(message, phase)
-                outbox.extend(net.to_server(replies, phase, u))
-            report(phase, done, len(inbox))
-        outbox.extend(net.close(phase))
-
-    result = server.result
-    return SecureSumResult(
-        total=result.total,
-        survivors=tuple(u - 1 for u in result.survivors),
-        dropped=tuple(u - 1 for u in result.dropped),
-        modulus_bits=modulus_bits,
-        threshold=threshold,
-        neighbors=neighbors,
         seed=seed,
-        threat_model=ThreatModel(config.threat_model).value,
-        max_colluding=int(config.max_colluding or 0),
-        faults=tuple(str(fault) for fault in result.faults),
-        signatures=net.signatures,
-        signature_verifications=0 if trust_store is None else trust_store.verifications,
-        client_seconds=net.client_seconds,
-        server_seconds=net.server_seconds,
-        transport_seconds=net.transport_seconds,
-        upload_bytes=net.upload,
-        download_bytes=net.download,
+        progress=progress,
     )
+    return session.sum(inputs, dropouts=dropouts)

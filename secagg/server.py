@@ -18,6 +18,11 @@ is recorded in :attr:`Server.faults`; the peer is excluded where that is still p
 round goes on: one client must not be able to abort everyone's aggregation. Wrong shares are
 corrected by Reed–Solomon decoding and their holders named. Local misuse and round-fatal
 conditions (too few survivors) abort the server, after which every call raises.
+
+Sessions (``config.iterations = R > 1``): after the setup phases the server runs sum 1; after
+each completed sum r < R it waits in ``AWAITING_ITERATION`` until :meth:`Server.begin_iteration`
+broadcasts the next iterate, over the clients that completed sum r (a client that dropped is
+never readmitted). :attr:`Server.results` holds every sum.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from secagg.errors import (
     TooFewSurvivorsError,
 )
 from secagg.graph import CommunicationGraph, build_graph
-from secagg.identity import TrustStore, advertisement_message, consistency_message
+from secagg.identity import TrustStore, advertisement_message, consistency_message, iterate_digest
 from secagg.keys import KEY_BYTES, KeyPair, is_low_order
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
@@ -51,6 +56,7 @@ from secagg.messages import (
     ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
+    IterationRequest,
     KeyDirectory,
     MaskedInput,
     Message,
@@ -62,10 +68,10 @@ from secagg.messages import (
 from secagg.randomness import KeystreamRandom
 from secagg.ring import RingArray
 from secagg.transcript import (
-    SHARE_CIPHERTEXT_BYTES,
     decode_share,
     seed_commitment,
     session_id,
+    share_plaintext_bytes,
 )
 
 __all__ = ["SecAggResult", "Server", "ServerState"]
@@ -83,6 +89,7 @@ class ServerState(Enum):
     COLLECTING_MASKED_INPUTS = Phase.MASKED_INPUT.value
     COLLECTING_CONSISTENCY_SIGNATURES = Phase.CONSISTENCY_CHECK.value
     COLLECTING_UNMASK_RESPONSES = Phase.UNMASK.value
+    AWAITING_ITERATION = "awaiting_iteration"
     COMPLETED = "completed"
     ABORTED = "aborted"
 
@@ -122,6 +129,8 @@ class SecAggResult:
         model does not run).
     faults
         Every peer fault the server recorded, in order (each names the peer it blames).
+    iteration
+        Which sum of the session this is (1 for a single secure sum).
     """
 
     total: RingArray
@@ -129,6 +138,7 @@ class SecAggResult:
     dropped: tuple[int, ...]
     phase_participants: dict[str, tuple[int, ...]]
     faults: tuple[RemoteProtocolError, ...] = ()
+    iteration: int = 1
 
 
 class Server:
@@ -148,6 +158,9 @@ class Server:
         refused (the clients check them too — an honest server only filters early).
     random_source
         Randomness for the duplicate-detection positions (default: the operating system).
+    iterate
+        What the server broadcasts for the first sum (bytes; a session's later sums get theirs
+        from :meth:`begin_iteration`).
 
     Examples
     --------
@@ -172,6 +185,7 @@ class Server:
         min_inputs: int = 1,
         trust_store: TrustStore | None = None,
         random_source: KeystreamRandom | None = None,
+        iterate: bytes = b"",
     ) -> None:
         if not isinstance(config, SecAggConfig):
             raise TypeError(f"config must be a SecAggConfig; got {type(config).__name__}")
@@ -209,6 +223,7 @@ class Server:
         self._session_id = b""
         self._graph: CommunicationGraph | None = None
         self._keys: dict[int, ClientKeys] = {}
+        self._public_keys: set[bytes] = set()
         self._share_messages: dict[int, EncryptedShares] = {}
         self._seed_commitments: dict[int, bytes] = {}
         self._shared: frozenset[int] = frozenset()
@@ -233,6 +248,11 @@ class Server:
         self._pending: set[int] = set(self.client_ids)
         self._neighbors: dict[int, tuple[int, ...]] = {}
         self._result: SecAggResult | None = None
+        self.results: dict[int, SecAggResult] = {}
+        self._iteration = 0
+        self._iterate = bytes(iterate)
+        self._members: frozenset[int] = frozenset()
+        self._next_members: frozenset[int] = frozenset()
         self.reconstructed_seed_owners: frozenset[int] = frozenset()
         self.reconstructed_key_owners: frozenset[int] = frozenset()
 
@@ -265,16 +285,61 @@ class Server:
 
     @property
     def result(self) -> SecAggResult:
-        """The result of a completed round.
+        """The result of the latest completed sum (the only one of a single secure sum).
 
         Raises
         ------
         LocalProtocolError
-            If the round has not completed.
+            If no sum has completed.
         """
         if self._result is None:
             raise LocalProtocolError(f"no result in state {self._state.name}")
         return self._result
+
+    @property
+    def iteration(self) -> int:
+        """The sum in progress or last completed (1-based; 0 during setup)."""
+        return self._iteration
+
+    @property
+    def members(self) -> frozenset[int]:
+        """The clients of the sum in progress; between sums, those that completed every sum so
+        far (the next sum's candidates, before peeling)."""
+        if self._state is ServerState.AWAITING_ITERATION:
+            return self._next_members
+        return self._members
+
+    def begin_iteration(self, iterate: bytes = b"") -> list[Message]:
+        """Start the session's next sum with the broadcast ``iterate`` (a model, a centre).
+
+        Its members are the clients that completed the previous sum (sent their masked input
+        and answered its unmask request), peeled so each keeps t members among its neighbours.
+
+        Returns
+        -------
+        list of Message
+            One :class:`~secagg.messages.IterationRequest` per member.
+
+        Raises
+        ------
+        LocalProtocolError
+            If no sum has just completed, or the session has used all its sums.
+        TooFewSurvivorsError
+            If too few members remain; the session aborts.
+        """
+        self._raise_if_aborted()
+        if self._state is not ServerState.AWAITING_ITERATION:
+            raise LocalProtocolError(f"begin_iteration() in state {self._state.name}")
+        if not isinstance(iterate, bytes):
+            raise TypeError(f"iterate must be bytes; got {type(iterate).__name__}")
+        return self._guarded(lambda: self._start_iteration(iterate))
+
+    def end_session(self) -> None:
+        """Finish a session before its last planned sum (nothing more will be summed)."""
+        self._raise_if_aborted()
+        if self._state is not ServerState.AWAITING_ITERATION:
+            raise LocalProtocolError(f"end_session() in state {self._state.name}")
+        self._open_phase(ServerState.COMPLETED, ())
 
     def held_share_counts(self) -> dict[int, tuple[int, int]]:
         """For each client, how many shares of its (self-mask seed, mask key) the server holds.
@@ -316,6 +381,15 @@ class Server:
         if peer_id is not None and sender != peer_id:
             raise self._fault(
                 f"a {type(message).__name__} claiming to be from client {sender}", peer_id
+            )
+        iteration = getattr(message, "iteration", None)
+        if iteration is not None and self._iteration and iteration != self._iteration:
+            if iteration < self._iteration:
+                self._late(message)
+                return []
+            raise self._fault(
+                f"a {type(message).__name__} of sum {iteration} during sum {self._iteration}",
+                sender,
             )
         handler = _TRANSITIONS.get((self._state, type(message)))
         if handler is None:
@@ -364,6 +438,8 @@ class Server:
         self._raise_if_aborted()
         if self._state is ServerState.COMPLETED:
             raise LocalProtocolError("the round has already completed")
+        if self._state is ServerState.AWAITING_ITERATION:
+            raise LocalProtocolError("no phase is open: call begin_iteration() or end_session()")
         return self._guarded(self._advance)
 
     # -- internals ----------------------------------------------------------------------------
@@ -434,12 +510,20 @@ class Server:
             if previous != keys:
                 raise self._fault("conflicting second key advertisement", sender)
             return False
-        if any(is_low_order(key) for key in keys[:2]):
+        blob = message.mask_key
+        mask_keys = [blob[i : i + KEY_BYTES] for i in range(0, len(blob), KEY_BYTES)]
+        if len(mask_keys) != self.config.iterations:
+            self._exclude(sender)
+            raise self._fault(
+                f"advertised {len(mask_keys)} mask keys; the session has "
+                f"{self.config.iterations} sums",
+                sender,
+            )
+        public = [message.encryption_key, *mask_keys]
+        if any(is_low_order(key) for key in public):
             self._exclude(sender)
             raise self._fault("advertised a low-order public key", sender)
-        if keys.encryption_key == keys.mask_key or any(
-            key in {k for other in self._keys.values() for k in other[:2]} for key in keys[:2]
-        ):
+        if len(set(public)) != len(public) or not self._public_keys.isdisjoint(public):
             self._exclude(sender)
             raise self._fault("advertised a public key already in use", sender)
         if self._trust_store is not None:
@@ -450,6 +534,7 @@ class Server:
                 self._exclude(sender)
                 raise self._fault("advertisement not signed by the sender's identity", sender)
         self._keys[sender] = keys
+        self._public_keys.update(public)
         return self._answered(sender)
 
     def _on_encrypted_shares(self, message: Message) -> bool:
@@ -466,9 +551,13 @@ class Server:
         if recipients != self._neighbors[sender]:
             self._exclude(sender)
             raise self._fault("shares must go to exactly the sender's neighbours, in order", sender)
-        if any(len(ct) != SHARE_CIPHERTEXT_BYTES for _, ct in message.ciphertexts):
+        expected = share_plaintext_bytes(self.config.iterations) + 16  # plus the GCM tag
+        if any(len(ct) != expected for _, ct in message.ciphertexts):
             self._exclude(sender)
             raise self._fault("share ciphertext of the wrong length", sender)
+        if len(message.seed_commitment) != 32 * self.config.iterations:
+            self._exclude(sender)
+            raise self._fault("one seed commitment per sum of the session expected", sender)
         self._share_messages[sender] = message
         return self._answered(sender)
 
@@ -502,8 +591,9 @@ class Server:
         np.add(self._accumulator, message.vector, out=self._accumulator)
         self._masked.add(sender)
         self._fingerprints[sender] = self._fingerprint(message)
-        self._complaints[sender] = frozenset(message.complaints)
-        for blamed in message.complaints:
+        if self._iteration == 1:  # complaints concern the setup's ciphertexts
+            self._complaints[sender] = frozenset(message.complaints)
+        for blamed in message.complaints if self._iteration == 1 else ():
             self.faults.append(
                 RemoteProtocolError(
                     f"its share ciphertext for client {sender} did not authenticate "
@@ -522,7 +612,12 @@ class Server:
                 raise self._fault("conflicting second consistency signature", sender)
             return False
         assert self._trust_store is not None
-        signed = consistency_message(self._session_id, self._survivor_view)
+        signed = consistency_message(
+            self._session_id,
+            self._survivor_view,
+            iteration=self._iteration,
+            iterate=iterate_digest(self._iterate),
+        )
         if not self._trust_store.verify(sender, signed, message.signature):
             self._exclude(sender)
             raise self._fault("consistency signature does not verify", sender)
@@ -597,7 +692,11 @@ class Server:
                 f"quorum {self.config.consistency_quorum(len(self._keys))} cannot be met"
             )
         directory = KeyDirectory.build(
-            self.config.digest, min(self._keys), self._keys, signed=signed
+            self.config.digest,
+            min(self._keys),
+            self._keys,
+            signed=signed,
+            iterations=self.config.iterations,
         )
         self._session_id = session_id(self.config.digest, directory.entries)
         self._graph = build_graph(self._keys, self.config.neighbors, self._session_id)
@@ -605,7 +704,7 @@ class Server:
         self._open_phase(ServerState.COLLECTING_SHARES, self._keys)
         logger.info("keys: %d of %d clients advertised", len(self._keys), len(self.client_ids))
         return [
-            KeyDirectory(self.config.digest, u, directory.entries, signed)
+            KeyDirectory(self.config.digest, u, directory.entries, signed, self.config.iterations)
             for u in sorted(self._keys)
         ]
 
@@ -613,12 +712,7 @@ class Server:
         t = self.config.threshold
         # Peel clients left with fewer than t sharing neighbours: their secrets could never be
         # recovered, so they must not enter the sum (iterate: removals cascade).
-        shared = set(self._share_messages)
-        changed = True
-        while changed:
-            weak = {u for u in shared if len(shared.intersection(self._neighbors[u])) < t}
-            shared -= weak
-            changed = bool(weak)
+        shared = self._peel(set(self._share_messages))
         if len(shared) < t + 1:
             raise TooFewSurvivorsError(
                 f"only {len(shared)} clients shared keys with ≥ t={t} sharing neighbours; "
@@ -631,11 +725,81 @@ class Server:
             for recipient, ciphertext in self._share_messages[sender].ciphertexts:
                 if recipient in inbox:
                     inbox[recipient].append((sender, ciphertext))
-        self._accumulator = self._ring.zeros(self.config.dimension)
         self._share_messages.clear()
-        self._open_phase(ServerState.COLLECTING_MASKED_INPUTS, shared)
         logger.info("share_keys: %d clients continue", len(shared))
-        return [ForwardedShares(self._session_id, u, tuple(inbox[u])) for u in sorted(shared)]
+        self._iteration = 1
+        self._members = self._shared
+        messages: list[Message] = [
+            ForwardedShares(self._session_id, u, tuple(inbox[u]), self._iterate)
+            for u in sorted(shared)
+        ]
+        self._open_sum()
+        return messages
+
+    def _peel(self, members: set[int]) -> set[int]:
+        """The largest subset in which every client keeps t neighbours (removals cascade):
+        a client with fewer could never have its secrets recovered."""
+        t = self.config.threshold
+        changed = True
+        while changed:
+            weak = {u for u in members if len(members.intersection(self._neighbors[u])) < t}
+            members -= weak
+            changed = bool(weak)
+        return members
+
+    def _open_sum(self) -> None:
+        """Reset the per-sum state and open the masked-input phase of the current sum."""
+        self._accumulator = self._ring.zeros(self.config.dimension)
+        self._masked = set()
+        self._fingerprints = {}
+        self._survivor_view = ()
+        self._signatures = {}
+        self._requests = {}
+        self._responded = set()
+        self._revealed_seeds = {}
+        self._revealed_pairwise = {}
+        self._seed_shares = {}
+        self._key_shares = {}
+        self.reconstructed_seed_owners = frozenset()
+        self.reconstructed_key_owners = frozenset()
+        self._open_phase(ServerState.COLLECTING_MASKED_INPUTS, self._members)
+
+    def _start_iteration(self, iterate: bytes) -> list[Message]:
+        r = self._iteration + 1
+        if r > self.config.iterations:
+            raise LocalProtocolError(
+                f"the session has run all its {self.config.iterations} sums"
+            )
+        t = self.config.threshold
+        members = self._peel(set(self._next_members) - self._excluded)
+        if len(members) < t + 1:
+            raise TooFewSurvivorsError(
+                f"only {len(members)} clients remain in the session for sum {r}; threshold "
+                f"t={t} needs at least {t + 1}"
+            )
+        if self.config.malicious:
+            quorum = self.config.consistency_quorum(len(self._keys))
+            if len(members) < quorum:
+                raise TooFewSurvivorsError(
+                    f"only {len(members)} clients remain for sum {r}; the consistency check "
+                    f"needs {quorum}"
+                )
+        self._iteration = r
+        self._iterate = iterate
+        self._members = frozenset(members)
+        messages: list[Message] = [
+            IterationRequest(
+                self._session_id,
+                u,
+                r,
+                tuple(v for v in self._neighbors[u] if v in members),
+                iterate,
+            )
+            for u in sorted(members)
+        ]
+        self._open_sum()
+        logger.info("sum %d: %d members", r, len(members))
+        return messages
 
     def _close_masked_inputs(self) -> list[Message]:
         t = self.config.threshold
@@ -650,7 +814,7 @@ class Server:
                 arrived=len(survivors),
                 min_inputs=self.min_inputs,
             )
-        for u in sorted(self._shared):
+        for u in sorted(self._members):
             alive = len(survivors.intersection(self._neighbors[u]))
             needed = u in survivors or alive > 0
             if needed and alive < t:
@@ -661,7 +825,7 @@ class Server:
         logger.info(
             "masked_input: %d survivors, %d dropped",
             len(survivors),
-            len(self._shared - survivors),
+            len(self._members - survivors),
         )
         if self.config.malicious:
             quorum = self.config.consistency_quorum(len(self._keys))
@@ -673,7 +837,7 @@ class Server:
             self._survivor_view = tuple(sorted(survivors))
             self._open_phase(ServerState.COLLECTING_CONSISTENCY_SIGNATURES, survivors)
             return [
-                ConsistencyRequest(self._session_id, u, self._survivor_view)
+                ConsistencyRequest(self._session_id, u, self._survivor_view, self._iteration)
                 for u in self._survivor_view
             ]
         return self._unmask_requests(survivors, ())
@@ -693,7 +857,7 @@ class Server:
         self, recipients: set[int], signatures: tuple[tuple[int, bytes], ...]
     ) -> list[Message]:
         survivors = self._masked
-        dropped = self._shared - survivors
+        dropped = self._members - survivors
         requests = {}
         for u in sorted(recipients):
             neighbors = self._neighbors[u]
@@ -703,6 +867,7 @@ class Server:
                 tuple(v for v in neighbors if v in survivors),
                 tuple(v for v in neighbors if v in dropped),
                 signatures,
+                self._iteration,
             )
         self._requests = requests
         self._open_phase(ServerState.COLLECTING_UNMASK_RESPONSES, requests)
@@ -761,11 +926,12 @@ class Server:
         )
 
     def _seed_check(self, owner: int) -> Callable[[bytes], bool]:
-        commitment = self._seed_commitments[owner]
-        return lambda seed: seed_commitment(self._session_id, owner, seed) == commitment
+        r = self._iteration
+        commitment = self._seed_commitments[owner][32 * (r - 1) : 32 * r]
+        return lambda seed: seed_commitment(self._session_id, owner, seed, r) == commitment
 
     def _mask_key_check(self, owner: int) -> Callable[[bytes], bool]:
-        public = self._keys[owner].mask_key
+        public = self._keys[owner].mask_key_of(self._iteration)
         return lambda secret: KeyPair.from_private_bytes(secret).public == public
 
     def _self_mask_seed(self, u: int) -> bytes:
@@ -783,14 +949,17 @@ class Server:
         assert self._accumulator is not None
         ring, name = self._ring, self.config.vector_name
         survivors = frozenset(self._masked)
-        dropped = self._shared - survivors
+        dropped = self._members - survivors
+        r = self._iteration
         total = self._accumulator
         plus: list[bytes] = []
         minus: list[bytes] = []
         for u in sorted(survivors):
             seed = self._self_mask_seed(u)
             minus.append(
-                self_mask_key(seed, session_id=self._session_id, owner=u, vector_name=name)
+                self_mask_key(
+                    seed, session_id=self._session_id, owner=u, vector_name=name, iteration=r
+                )
             )
         recovered = set()
         for v in sorted(dropped):
@@ -799,7 +968,8 @@ class Server:
             pair: KeyPair | None = None
             if any(u not in revealed for u in alive):
                 # A survivor that masked with v did not reveal their pairwise key: rebuild v's
-                # mask key from its shares (never together with v's self-mask seed).
+                # mask key of this sum from its shares (never together with v's self-mask seed
+                # of this sum; every sum has its own key, so no other sum is exposed).
                 secret = self._reconstruct(
                     v, self._key_shares.get(v, {}), "mask key", self._mask_key_check(v)
                 )
@@ -808,9 +978,14 @@ class Server:
             for u in alive:
                 key = revealed.get(u)
                 if pair is not None:
-                    shared = pair.agree(self._keys[u].mask_key, peer_id=u)
+                    shared = pair.agree(self._keys[u].mask_key_of(r), peer_id=u)
                     computed = pairwise_mask_key(
-                        shared, session_id=self._session_id, first=u, second=v, vector_name=name
+                        shared,
+                        session_id=self._session_id,
+                        first=u,
+                        second=v,
+                        vector_name=name,
+                        iteration=r,
                     )
                     if key is not None and key != computed:
                         self._fault(f"revealed a wrong pairwise key with client {v}", u)
@@ -835,14 +1010,21 @@ class Server:
             dropped=tuple(sorted(self.client_ids - survivors)),
             phase_participants={p.value: tuple(sorted(participants[p])) for p in Phase},
             faults=tuple(self.faults),
+            iteration=r,
         )
+        self.results[r] = self._result
+        # Who continues: those that completed this sum (masked input and unmask response).
+        self._next_members = frozenset(survivors & self._responded)
         self._accumulator = None
         self._seed_shares.clear()
         self._key_shares.clear()
         self._revealed_seeds.clear()
         self._revealed_pairwise.clear()
-        self._open_phase(ServerState.COMPLETED, ())
-        logger.info("unmask: %d responded; round completed", len(self._responded))
+        if r < self.config.iterations:
+            self._open_phase(ServerState.AWAITING_ITERATION, ())
+        else:
+            self._open_phase(ServerState.COMPLETED, ())
+        logger.info("unmask: %d responded; sum %d completed", len(self._responded), r)
 
 
 def _candidate_subsets(holders: list[int], t: int, limit: int = 64) -> Iterator[list[int]]:

@@ -20,6 +20,7 @@ __all__ = [
     "encode_share",
     "seed_commitment",
     "session_id",
+    "share_plaintext_bytes",
 ]
 
 SERVER_ID = 0  # the peer id used in errors that blame the server
@@ -27,8 +28,20 @@ _SESSION_DOMAIN = b"secagg-dp/v2/session"
 _COMMITMENT_DOMAIN = b"secagg-dp/v2/seed-commitment"
 SECRET_CHUNKS = shamir.sub_secret_count(KEY_BYTES)
 SHARE_BYTES = 4 * SECRET_CHUNKS  # one secret's share: SECRET_CHUNKS little-endian u32
-SHARE_PLAINTEXT_BYTES = 2 * SHARE_BYTES  # self-mask-seed share ‖ mask-key share
-SHARE_CIPHERTEXT_BYTES = SHARE_PLAINTEXT_BYTES + 16  # plus the GCM tag
+SHARE_PLAINTEXT_BYTES = 2 * SHARE_BYTES  # self-mask-seed share ‖ mask-key share (one sum)
+SHARE_CIPHERTEXT_BYTES = SHARE_PLAINTEXT_BYTES + 16  # plus the GCM tag (one sum)
+
+
+def share_plaintext_bytes(iterations: int) -> int:
+    """Bytes a client sends each neighbour: per sum of the session, its share of that sum's
+    self-mask seed and of that sum's mask key (seeds first, then keys).
+
+    Examples
+    --------
+    >>> share_plaintext_bytes(1) == SHARE_PLAINTEXT_BYTES, share_plaintext_bytes(3)
+    (True, 216)
+    """
+    return iterations * SHARE_PLAINTEXT_BYTES
 
 
 def session_id(config_digest: bytes, directory_entries: bytes) -> bytes:
@@ -42,7 +55,7 @@ def session_id(config_digest: bytes, directory_entries: bytes) -> bytes:
     return hashlib.sha256(_SESSION_DOMAIN + config_digest + directory_entries).digest()
 
 
-def seed_commitment(session: bytes, owner: int, seed: bytes) -> bytes:
+def seed_commitment(session: bytes, owner: int, seed: bytes, iteration: int = 1) -> bytes:
     """Hiding, binding commitment to a 256-bit self-mask seed (SHA-256, domain-separated).
 
     Examples
@@ -50,7 +63,8 @@ def seed_commitment(session: bytes, owner: int, seed: bytes) -> bytes:
     >>> seed_commitment(bytes(32), 1, bytes(32)) == seed_commitment(bytes(32), 2, bytes(32))
     False
     """
-    return hashlib.sha256(_COMMITMENT_DOMAIN + session + owner.to_bytes(4, "big") + seed).digest()
+    tag = owner.to_bytes(4, "big") + iteration.to_bytes(2, "big")
+    return hashlib.sha256(_COMMITMENT_DOMAIN + session + tag + seed).digest()
 
 
 def encode_share(values: np.ndarray) -> bytes:

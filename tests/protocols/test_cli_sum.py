@@ -63,7 +63,7 @@ def test_sum_json_and_mixed_dropouts(capsys: pytest.CaptureFixture[str]) -> None
     assert status == 0 and report["equals_plaintext_sum"] is True
     assert report["dropped"] + report["survivors"] == 30
     # Bit-packing: a masked input of 64 entries × 20 bits is 160 bytes plus a constant header.
-    assert report["upload_bytes_per_client"]["masked_input"] == 160 + 51
+    assert report["upload_bytes_per_client"]["masked_input"] == 160 + 53
 
 
 def test_sum_clean_abort_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -122,10 +122,10 @@ def test_restore_rejects_fields_of_the_wrong_length() -> None:
     config = SecAggConfig(dimension=3, threshold=2, **SEMI_HONEST)  # type: ignore[arg-type]
     client = Client(config, 7, input_vector=[1, 2, 3])
     client.start()
-    client._self_mask_seed = b"x"  # a 1-byte "seed" must not restore silently
+    client._self_mask_seeds = [b"x"]  # a 1-byte "seed" must not restore silently
     with pytest.raises(ValueError, match="bad field length"):
         Client.restore(client.snapshot())
-    client._self_mask_seed = b""
+    client._self_mask_seeds = []
     client._held_seed_shares = {3: b"short"}
     with pytest.raises(ValueError, match="bad map entry"):
         Client.restore(client.snapshot())

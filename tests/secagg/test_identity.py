@@ -14,6 +14,7 @@ from secagg.identity import (
     advertisement_message,
     consistency_message,
     generate_identities,
+    iterate_digest,
 )
 
 # RFC 8032 §7.1, TEST 1–3 (secret key, public key, message, signature).
@@ -67,7 +68,12 @@ def test_committed_signatures_over_our_messages(known_answers: dict[str, Any]) -
                 bytes.fromhex(case["mask_key"]),
             )
         else:
-            message = consistency_message(bytes.fromhex(case["session_id"]), case["survivors"])
+            message = consistency_message(
+                bytes.fromhex(case["session_id"]),
+                case["survivors"],
+                iteration=case["iteration"],
+                iterate=iterate_digest(bytes.fromhex(case["iterate"])),
+            )
         assert message.hex() == case["message"]
         assert key.sign(message).hex() == case["signature"]
 
@@ -85,6 +91,8 @@ def test_signed_messages_bind_every_field() -> None:
     view = consistency_message(bytes(32), [1, 2, 3])
     assert view != consistency_message(bytes(32), [1, 2])
     assert view != consistency_message(b"\x01" * 32, [1, 2, 3])
+    assert view != consistency_message(bytes(32), [1, 2, 3], iteration=2)
+    assert view != consistency_message(bytes(32), [1, 2, 3], iterate=iterate_digest(b"x"))
     assert view == consistency_message(bytes(32), (3, 2, 1))
     assert view[: len(b"secagg-dp/v2/consistency")] != base[: len(b"secagg-dp/v2/consistency")]
 

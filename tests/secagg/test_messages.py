@@ -95,7 +95,7 @@ def test_roundtrip(message: Any) -> None:
 
 @given(masked_inputs())
 def test_masked_input_size_is_packed(message: MaskedInput) -> None:
-    header = 1 + 1 + 32 + 4 + 1 + 4 + 4 * len(message.complaints) + 8
+    header = 1 + 1 + 32 + 4 + 2 + 1 + 4 + 4 * len(message.complaints) + 8
     assert len(encode_message(message)) == header + Ring(message.modulus_bits).packed_size(
         message.vector.size
     )
@@ -153,7 +153,7 @@ def test_specific_malformations_are_explained() -> None:
         bytes(32), 1, {2: ClientKeys(bytes(32), bytes(32)), 5: ClientKeys(bytes(32), bytes(32))}
     )
     data = bytearray(encode_message(directory))
-    data[43:47] = (9).to_bytes(4, "little")  # first id 9 > second id 5: not sorted
+    data[44:48] = (9).to_bytes(4, "little")  # first id 9 > second id 5: not sorted
     with pytest.raises(RemoteProtocolError, match="strictly increasing"):
         decode_message(bytes(data))
     masked = encode_message(MaskedInput(bytes(32), 1, 12, np.arange(3, dtype=np.uint32)))
@@ -167,7 +167,7 @@ def test_specific_malformations_are_explained() -> None:
         )
     advert = encode_message(AdvertiseKeys(bytes(32), 1, bytes(32), bytes(32), bytes(64)))
     with pytest.raises(RemoteProtocolError, match="field of 63 bytes"):
-        decode_message(advert[:102] + b"\x3f" + advert[103:-1])
+        decode_message(advert[:103] + b"\x3f" + advert[104:-1])
     with pytest.raises(RemoteProtocolError, match="directory flag 2"):
         encoded = bytearray(encode_message(directory))
         encoded[38] = 2
