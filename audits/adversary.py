@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +31,7 @@ from numpy.typing import NDArray
 from secagg import shamir
 from secagg.config import SecAggConfig
 from secagg.errors import RemoteProtocolError
+from secagg.identity import iterate_digest
 from secagg.keys import KEY_BYTES, KeyPair, decrypt_shares, share_encryption_key
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
@@ -194,15 +196,18 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
     known = view.known_private_keys()
     directories: dict[int, list[KeyDirectory]] = {}
     members_of: dict[tuple[bytes, int, int], tuple[int, ...]] = {}
+    iterate_of: dict[tuple[bytes, int, int], bytes] = {}  # what each client was shown
     for message in view.sent:
         if isinstance(message, KeyDirectory):
             directories.setdefault(message.recipient, []).append(message)
         elif isinstance(message, ForwardedShares):
             senders = tuple(v for v, _ in message.ciphertexts)
             members_of.setdefault((message.session_id, 1, message.recipient), senders)
+            iterate_of.setdefault((message.session_id, 1, message.recipient), message.iterate)
         elif isinstance(message, IterationRequest):
             slot = (message.session_id, message.iteration, message.recipient)
             members_of.setdefault(slot, message.members)
+            iterate_of.setdefault(slot, message.iterate)
     # The directory each client used, by the session id it derived from it.
     directory_of: dict[tuple[bytes, int], KeyDirectory] = {}
     for recipient, listed in directories.items():
@@ -304,6 +309,8 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
             return None if secret is None else KeyPair.from_private_bytes(secret)
 
         own_pair = mask_pair(u)
+        shown = iterate_of.get((sid, r, u), b"")
+        bound = iterate_digest(shown) if shown else b""
         plus: list[bytes] = []
         minus: list[bytes] = []
         complete = True
@@ -317,7 +324,13 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
                     except RemoteProtocolError:
                         continue
                     computed = pairwise_mask_key(
-                        shared, session_id=sid, first=u, second=v, vector_name=name, iteration=r
+                        shared,
+                        session_id=sid,
+                        first=u,
+                        second=v,
+                        vector_name=name,
+                        iteration=r,
+                        iterate=bound,
                     )
                     break
             if computed is not None:
@@ -382,9 +395,10 @@ class AdversarialRound:
     Parameters
     ----------
     inputs
-        Client id → integer vector.
-    threshold, neighbors, threat_model, modulus_bits
-        The round's parameters.
+        Client id → integer vector (the same in every sum of a session), or (sum, client id) →
+        vector.
+    threshold, neighbors, threat_model, modulus_bits, iterations
+        The round's (or session's) parameters.
     colluding
         Ids of the clients colluding with the server.
     seed
@@ -401,7 +415,7 @@ class AdversarialRound:
 
     def __init__(
         self,
-        inputs: Mapping[int, Iterable[int]],
+        inputs: Mapping[int, Iterable[int]] | Mapping[tuple[int, int], Iterable[int]],
         *,
         threshold: int,
         neighbors: int | None = None,
@@ -410,6 +424,7 @@ class AdversarialRound:
         colluding: Iterable[int] = (),
         seed: int = 0,
         max_colluding: int | None = None,
+        iterations: int = 1,
     ) -> None:
         from secagg import (  # noqa: PLC0415 (audits import the package lazily elsewhere too)
             Client,
@@ -418,7 +433,10 @@ class AdversarialRound:
             generate_identities,
         )
 
-        self.inputs = {int(u): np.asarray(list(v), dtype=np.int64) for u, v in inputs.items()}
+        self.inputs: dict[Any, NDArray[np.int64]] = {
+            key: np.asarray(list(v), dtype=np.int64) for key, v in inputs.items()
+        }
+        ids = sorted({key[1] if isinstance(key, tuple) else int(key) for key in self.inputs})
         dimension = len(next(iter(self.inputs.values())))
         root = KeystreamRandom(seed, label=b"secagg-dp/audits/adversarial-round")
         self.config = SecAggConfig(
@@ -429,30 +447,35 @@ class AdversarialRound:
             round_nonce=root.random_bytes(16),
             threat_model=threat_model,
             max_colluding=max_colluding,
+            iterations=iterations,
         )
-        self.identities, self.trust_store = generate_identities(self.inputs, root.random_bytes(32))
+        self.identities, self.trust_store = generate_identities(ids, root.random_bytes(32))
         malicious = self.config.malicious
         self.clients = {
             u: Client(
                 self.config,
                 u,
-                input_vector=vector,
+                input_vector=self.input_of(1, u),
                 random_source=root.spawn(b"client/%d" % u),
                 identity=self.identities[u] if malicious else None,
                 trust_store=self.trust_store if malicious else None,
             )
-            for u, vector in self.inputs.items()
+            for u in ids
         }
         self.colluding = frozenset(int(u) for u in colluding)
         self.server = Server(
             self.config,
-            self.inputs,
+            ids,
             trust_store=self.trust_store if malicious else None,
             random_source=root.spawn(b"server"),
         )
         self.view = ServerView(self.config)
         self._colluder_secrets: dict[int, tuple[bytes, tuple[bytes, ...], set[bytes]]] = {}
         self.aborted: dict[int, str] = {}
+
+    def input_of(self, iteration: int, client_id: int) -> NDArray[np.int64]:
+        """Client ``client_id``'s input in sum ``iteration``."""
+        return self.inputs.get((iteration, client_id), self.inputs.get(client_id))  # type: ignore[return-value]
 
     @property
     def honest(self) -> tuple[int, ...]:
@@ -495,6 +518,8 @@ class AdversarialRound:
         if u in self.aborted:
             return []
         try:
+            if isinstance(message, IterationRequest) and client.state.name == "AWAITING_ITERATION":
+                client.set_input(self.input_of(message.iteration, u))
             replies = client.receive(message)
         except ProtocolError as error:
             self.aborted[u] = str(error)
@@ -536,9 +561,19 @@ class AdversarialRound:
         return self.to_server(replies) or self.close()
 
     def run(self, silent: Mapping[str, Iterable[int]] | None = None) -> None:
-        """Run the round honestly to its end (``silent``: phase name → clients that vanish)."""
+        """Run the round (a session's first sum) honestly to its end (``silent``: phase name →
+        clients that vanish)."""
         silent = silent or {}
         quiet = set(silent.get("advertise_keys", ()))
         outgoing = self.to_server(m for m in self.start() if m.peer not in quiet) or self.close()
         for phase in self.config.phases[1:]:
+            outgoing = self.step(outgoing, silent=silent.get(phase.value, ()))
+
+    def run_next(
+        self, iterate: bytes = b"", silent: Mapping[str, Iterable[int]] | None = None
+    ) -> None:
+        """Run the session's next sum honestly (the server broadcasts ``iterate``)."""
+        silent = silent or {}
+        outgoing = self.server.begin_iteration(iterate)
+        for phase in self.config.phases[2:]:
             outgoing = self.step(outgoing, silent=silent.get(phase.value, ()))

@@ -29,6 +29,7 @@ from secagg.messages import (
     ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
+    IterationRequest,
     KeyDirectory,
     MaskedInput,
     Message,
@@ -41,6 +42,7 @@ from secagg.randomness import KeystreamRandom, RandomSource
 from secagg.ring import HeadroomError, Quantizer, Ring, check_headroom, required_bits
 from secagg.runner import (
     SecureSumResult,
+    Session,
     default_threshold,
     parse_dropouts,
     plain_outcome,
@@ -61,6 +63,7 @@ __all__ = [
     "ForwardedShares",
     "HeadroomError",
     "IdentityKey",
+    "IterationRequest",
     "KeyDirectory",
     "KeystreamRandom",
     "LocalProtocolError",
@@ -77,6 +80,7 @@ __all__ = [
     "SecureSumResult",
     "Server",
     "ServerState",
+    "Session",
     "ThreatModel",
     "TooFewSurvivorsError",
     "TrustStore",

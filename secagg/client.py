@@ -811,13 +811,13 @@ class Client:
             raise RemoteProtocolError(
                 "the members are not strictly increasing", peer_id=SERVER_ID
             )
-        # Only neighbours that survived the previous sum may take part: a client declared
-        # dropped never comes back.
-        allowed = set(self._survivor_view)
+        # Only neighbours this client masked with in the previous sum and that survived it may
+        # take part: a client declared dropped never comes back, a non-neighbour never joins.
+        allowed = set(self._members).intersection(self._survivor_view)
         if not allowed.issuperset(members):
             raise RemoteProtocolError(
-                f"sum {message.iteration} lists neighbours that did not survive the last sum: "
-                f"{sorted(set(members) - allowed)}",
+                f"sum {message.iteration} lists clients that were not its neighbours surviving "
+                f"the last sum: {sorted(set(members) - allowed)}",
                 peer_id=SERVER_ID,
             )
         if len(members) < self.config.threshold:
@@ -853,6 +853,7 @@ class Client:
         ]
         minus: list[bytes] = []
         self._pairwise_keys = {}
+        bound = iterate_digest(iterate) if iterate else b""
         for v in members:
             shared = pair.agree(self._neighbor_keys[v].mask_key_of(r), peer_id=v)
             key = pairwise_mask_key(
@@ -862,6 +863,7 @@ class Client:
                 second=v,
                 vector_name=name,
                 iteration=r,
+                iterate=bound,
             )
             self._pairwise_keys[v] = key
             # y_u gets +PRG(s_uv) for v > u and −PRG(s_uv) for v < u (Bonawitz et al., §3).

@@ -102,9 +102,13 @@ def consistency_message(
     number in the session, the survivor set U3 and the iterate the server broadcast for it.
 
     ``survivors`` is hashed in ascending order, so every party that holds the same set signs and
-    verifies the same 32-byte digest however the ids were listed. Binding the iterate means a
-    server that sends different clients different iterates (models, Weiszfeld centres) cannot
-    certify the sum (Pasquini et al., CCS 2022, the model-inconsistency attack).
+    verifies the same 32-byte digest however the ids were listed. Binding the iterate means at
+    most one iterate per sum (models, Weiszfeld centres) gathers the quorum, so the server never
+    gets two aggregates of one sum to subtract. A minority shown another iterate is not stopped
+    here: the pairwise-mask key derivation binds the iterate too
+    (:func:`secagg.masks.pairwise_mask_key`), so such a minority's masks do not cancel and the
+    sum is uniformly random — which defeats the model-inconsistency attack (Pasquini et al.,
+    CCS 2022) of showing one client alone a crafted model.
 
     Examples
     --------

@@ -51,12 +51,17 @@ def _derive(
     vector_name: bytes,
     *,
     iteration: int = 1,
+    iterate: bytes = b"",
 ) -> bytes:
     if len(ikm) < 16:
         raise ValueError(f"mask seed material needs at least 16 bytes; got {len(ikm)}")
+    if iterate and len(iterate) != 32:
+        raise ValueError(f"iterate must be a 32-byte digest or empty; got {len(iterate)} bytes")
     info = _INFO_PREFIX + purpose + b"/" + ids + b"/" + vector_name
-    if iteration != 1:
+    if iteration != 1 or iterate:
         info += b"/" + struct.pack(">H", iteration)
+    if iterate:
+        info += b"/" + iterate
     return HKDF(algorithm=hashes.SHA256(), length=16, salt=session_id, info=info).derive(ikm)
 
 
@@ -82,8 +87,15 @@ def pairwise_mask_key(
     second: int,
     vector_name: bytes = b"",
     iteration: int = 1,
+    iterate: bytes = b"",
 ) -> bytes:
     """The AES-128 key of the pairwise mask PRG(s_uv); symmetric in the two ids.
+
+    ``iterate`` is the :func:`secagg.identity.iterate_digest` of what the server broadcast for
+    this sum (empty when it broadcast nothing): two neighbours shown different iterates derive
+    different keys, so their masks do not cancel and the sum comes out uniformly random — a
+    server that sends one client a crafted model and the others another learns nothing of it
+    (``secagg/malicious_security.md`` §5).
 
     Examples
     --------
@@ -95,7 +107,9 @@ def pairwise_mask_key(
         raise ValueError(f"a pairwise mask needs two distinct ids; got {first} twice")
     low, high = sorted((first, second))
     ids = struct.pack(">II", low, high)
-    return _derive(shared_secret, session_id, b"pair", ids, vector_name, iteration=iteration)
+    return _derive(
+        shared_secret, session_id, b"pair", ids, vector_name, iteration=iteration, iterate=iterate
+    )
 
 
 def add_masks(

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
 from secagg.errors import LocalProtocolError, ProtocolError, RemoteProtocolError
-from secagg.identity import generate_identities
+from secagg.identity import IdentityKey, TrustStore, generate_identities
 from secagg.messages import (
     AdvertiseKeys,
     ConsistencySignature,
@@ -352,8 +352,10 @@ class Session:
     its own self-mask seeds and mask keys, so a client that drops in one sum is recovered for
     that sum alone and excluded from the later ones (a returning client is refused).
     ``iterate`` — what the server broadcasts for a sum (a model, a Weiszfeld centre) — is
-    delivered to every member and, in the malicious mode, bound into that sum's consistency
-    signatures: a server that sends different members different iterates cannot unmask.
+    delivered to every member and bound into the sum: into the pairwise-mask key derivation
+    (members shown different iterates have masks that do not cancel, so the sum is uniformly
+    random and a model shown to one client alone isolates nothing) and, in the malicious mode,
+    into the consistency signatures (at most one iterate per sum gathers the quorum).
     Client ``i`` has id ``i + 1``. Derivation and security argument:
     ``secagg/malicious_security.md`` §5.
 
@@ -418,11 +420,12 @@ class Session:
         self.min_inputs = min_inputs
         self._progress = progress
         ids = list(range(1, num_clients + 1))
-        self._identities, self._trust_store = (
-            generate_identities(ids, self._root.random_bytes(32))
-            if self.config.malicious
-            else ({}, None)
-        )
+        self._identities: dict[int, IdentityKey] = {}
+        self._trust_store: TrustStore | None = None
+        if self.config.malicious:
+            self._identities, self._trust_store = generate_identities(
+                ids, self._root.random_bytes(32)
+            )
         self._clients = {
             u: Client(
                 self.config,
@@ -502,7 +505,9 @@ class Session:
                 f"this sum has no phase {sorted(unknown)[0]!r}; its phases are {', '.join(phases)}"
             )
         members = self.members
-        _check_inputs(inputs, self.num_clients, self.config, members)
+        masking = PHASES.index(Phase.MASKED_INPUT.value)
+        senders = [i for i in members if PHASES.index(drop_phase.get(i, "unmask")) > masking]
+        _check_inputs(inputs, self.num_clients, self.config, senders)
         ids = list(range(1, self.num_clients + 1))
         if first:
             self._server = Server(

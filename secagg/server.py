@@ -303,9 +303,9 @@ class Server:
 
     @property
     def members(self) -> frozenset[int]:
-        """The clients of the sum in progress; between sums, those that completed every sum so
-        far (the next sum's candidates, before peeling)."""
-        if self._state is ServerState.AWAITING_ITERATION:
+        """The clients of the sum in progress; between sums and at the end, those that completed
+        every sum so far (the next sum's candidates, before peeling)."""
+        if self._state in (ServerState.AWAITING_ITERATION, ServerState.COMPLETED):
             return self._next_members
         return self._members
 
@@ -771,11 +771,18 @@ class Server:
                 f"the session has run all its {self.config.iterations} sums"
             )
         t = self.config.threshold
-        members = self._peel(set(self._next_members) - self._excluded)
+        candidates = set(self._next_members) - self._excluded
+        members = self._peel(set(candidates))
         if len(members) < t + 1:
+            peeled = (
+                f" ({len(candidates) - len(members)} of the {len(candidates)} that completed "
+                f"sum {r - 1} keep fewer than t={t} neighbours among them)"
+                if len(members) < len(candidates)
+                else ""
+            )
             raise TooFewSurvivorsError(
-                f"only {len(members)} clients remain in the session for sum {r}; threshold "
-                f"t={t} needs at least {t + 1}"
+                f"only {len(members)} clients remain in the session for sum {r}{peeled}; "
+                f"threshold t={t} needs at least {t + 1}"
             )
         if self.config.malicious:
             quorum = self.config.consistency_quorum(len(self._keys))
@@ -962,6 +969,7 @@ class Server:
                 )
             )
         recovered = set()
+        bound = iterate_digest(self._iterate) if self._iterate else b""
         for v in sorted(dropped):
             alive = [u for u in self._neighbors[v] if u in survivors]
             revealed = self._revealed_pairwise.get(v, {})
@@ -986,6 +994,7 @@ class Server:
                         second=v,
                         vector_name=name,
                         iteration=r,
+                        iterate=bound,
                     )
                     if key is not None and key != computed:
                         self._fault(f"revealed a wrong pairwise key with client {v}", u)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -29,8 +30,9 @@ from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation.secure_average import (
     AverageResult,
     AverageSettings,
+    SecureAverageSession,
     ServerView,
-    secure_weighted_average,
+    secure_weighted_average,  # noqa: F401 (the doctests use it)
 )
 from secagg import KeystreamRandom, LocalProtocolError
 
@@ -92,6 +94,36 @@ class CallPlan:
             raise ValueError("exactly the first call (index 0) has no previous release")
         params = {str(k): check_real(f"parameter {k!r}", v) for k, v in self.parameters.items()}
         object.__setattr__(self, "parameters", MappingProxyType(params))
+
+    def encode(self) -> bytes:
+        """The plan's canonical bytes: what the server broadcasts, bound into the secure sum.
+
+        Index, weight cap, extra bounds, parameters (sorted by name) and the previous release
+        (average, weight sum, extras, survivors), as big-endian integers and IEEE doubles.
+
+        Examples
+        --------
+        >>> a = CallPlan(0, weight_cap=1.0).encode()
+        >>> a == CallPlan(0, weight_cap=1.0).encode(), a == CallPlan(0, weight_cap=2.0).encode()
+        (True, False)
+        """
+        out = [_DOMAIN, struct.pack(">I", self.index)]
+        cap = -1.0 if self.weight_cap is None else float(self.weight_cap)
+        out.append(struct.pack(">dI", cap, len(self.extra_bounds)))
+        out.append(np.asarray(self.extra_bounds, dtype=">f8").tobytes())
+        for name in sorted(self.parameters):
+            encoded = name.encode()
+            out.append(struct.pack(">H", len(encoded)) + encoded)
+            out.append(struct.pack(">d", float(self.parameters[name])))
+        previous = self.previous
+        if previous is not None:
+            out.append(struct.pack(">Id", previous.average.size, previous.weight_sum))
+            out.append(np.asarray(previous.average, dtype=">f8").tobytes())
+            out.append(struct.pack(">I", previous.extras.size))
+            out.append(np.asarray(previous.extras, dtype=">f8").tobytes())
+            out.append(struct.pack(">I", len(previous.survivors)))
+            out.append(np.asarray(previous.survivors, dtype=">u4").tobytes())
+        return b"".join(out)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -412,8 +444,13 @@ def run_iterative_aggregate(
     seed: int | None = None,
     max_calls: int | None = None,
     dropouts: Mapping[int, Mapping[str, Iterable[int]]] | None = None,
+    session_sums: int | None = None,
 ) -> IterativeResult:
     """Run an iterative secure aggregate in memory: plan, contribute, secure average, repeat.
+
+    The averages run in one :class:`SecureAverageSession` (key setup once, each further average
+    two or three message rounds, each plan's :meth:`CallPlan.encode` bound into its sum), so a
+    client that does not complete an average is out of the later ones — on the plain path too.
 
     Parameters
     ----------
@@ -431,6 +468,10 @@ def run_iterative_aggregate(
         Hard limit on the number of secure averages.
     dropouts
         Call index → the ``dropouts`` mapping of that call's secure sum.
+    session_sums
+        Averages per session (``None``: ``max_calls``, else 8). A rule that needs more calls,
+        or changes the dimension d + 1 + k, continues in a new session (a new key setup, every
+        client back in); ``1`` gives the per-sum path, one full round per average.
 
     Returns
     -------
@@ -468,6 +509,11 @@ def run_iterative_aggregate(
     root = None if seed is None else KeystreamRandom(seed, label=_DOMAIN)
     driver = IterativeSecureAggregate(rule, max_calls=max_calls)
     results: list[AverageResult] = []
+    if session_sums is None:
+        session_sums = min(255, max_calls) if max_calls is not None else 8
+    session_sums = check_int("session_sums", session_sums, minimum=1)
+    session: SecureAverageSession | None = None
+    sessions = 0
     plan = driver.start()
     while plan is not None:
         contributions = rule.contributions(plan, matrix)
@@ -480,23 +526,30 @@ def run_iterative_aggregate(
         call_seed = None
         if root is not None:
             call_seed = int.from_bytes(root.spawn(b"call/%d" % plan.index).random_bytes(16), "big")
+        width = matrix.shape[1] + 1 + len(plan.extra_bounds)
+        if session is None or session.remaining == 0 or session.dimension not in (None, width):
+            session_seed = None
+            if root is not None:
+                label = b"session/%d" % sessions
+                session_seed = int.from_bytes(root.spawn(label).random_bytes(16), "big")
+            session = SecureAverageSession(
+                matrix.shape[0],
+                sums=session_sums,
+                settings=settings,
+                secure=secure,
+                seed=session_seed,
+            )
+            sessions += 1
         try:
-            result = secure_weighted_average(
+            result = session.average(
                 matrix,
                 contributions.weights,
-                bits=settings.bits,
-                clip=settings.clip,
                 weight_cap=plan.weight_cap,
                 seed=call_seed,
-                noise=settings.noise,
-                neighbors=settings.neighbors,
-                threshold=settings.threshold,
                 dropouts=per_call.get(plan.index),
-                max_effective_weight=settings.max_effective_weight,
                 extras=contributions.extras,
                 extra_bounds=plan.extra_bounds,
-                secure=secure,
-                quantize=settings.quantize,
+                iterate=plan.encode(),
             )
         except Exception as error:
             driver.abort(f"call {plan.index} failed: {error}")

@@ -15,6 +15,7 @@ quantised plain path reproduces the secure path's integers exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,8 +33,11 @@ from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from secagg import (
     KeystreamRandom,
+    LocalProtocolError,
+    Phase,
     Ring,
     SecureSumResult,
+    Session,
     TooFewSurvivorsError,
     default_threshold,
     parse_dropouts,
@@ -48,6 +52,7 @@ __all__ = [
     "AverageSettings",
     "DiscreteGaussianNoise",
     "EffectiveWeightError",
+    "SecureAverageSession",
     "ServerView",
     "ZeroWeightSumError",
     "secure_weighted_average",
@@ -506,12 +511,18 @@ class _RingInputs(Sequence[NDArray[np.uint64]]):
         bounds: NDArray[np.float64],
         root: KeystreamRandom,
         ring: Ring,
+        *,
+        by_client: bool = False,
     ) -> None:
         self._clients, self._plan, self._bounds, self._root = clients, plan, bounds, root
         self._mask = np.uint64(ring.word_mask)
         self._dtype = ring.dtype
+        # by_client: indexed by client (a session's index space), else by participant.
+        self._by_client = by_client
 
     def __len__(self) -> int:
+        if self._by_client:
+            return int(self._clients.matrix.shape[0])
         return int(self._clients.participants.size)
 
     @overload
@@ -521,11 +532,40 @@ class _RingInputs(Sequence[NDArray[np.uint64]]):
     def __getitem__(self, index: int | slice) -> NDArray[np.uint64] | list[NDArray[np.uint64]]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        client = int(self._clients.participants[index])
+        client = index if self._by_client else int(self._clients.participants[index])
         values = _client_row(self._clients, client, self._plan, self._bounds, self._root)
         # Two's-complement residue modulo 2^b (the centred value is recovered after the sum).
         ring_values = values.view(np.uint64) & self._mask
         return ring_values.astype(self._dtype, copy=False)
+
+
+def _plain_total(
+    clients: _Clients,
+    members: NDArray[np.intp],
+    *,
+    plan: QuantizationPlan | None,
+    bounds: NDArray[np.float64],
+    root: KeystreamRandom,
+    dimension: int,
+) -> NDArray[np.float64]:
+    """The plain path's total over ``members``: the secure path's integers when quantised."""
+    d = clients.matrix.shape[1]
+    if plan is not None:
+        integer_total = np.zeros(dimension, dtype=np.int64)
+        for client in members:
+            integer_total += _client_row(clients, int(client), plan, bounds, root)
+        return integer_total.astype(np.float64)
+    auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
+    coefficients = clients.weights[members] * clients.factors[members]
+    total = np.empty(dimension, dtype=np.float64)
+    if len(clients.rejected) == 0 and members.size == clients.matrix.shape[0]:
+        np.dot(coefficients, clients.matrix, out=total[:d])
+    else:
+        total[:d] = coefficients @ clients.matrix[members]
+    total[d] = auxiliary * float(clients.weights[members].sum())
+    total[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[members].sum(axis=0)
+    total[d + 1 :] /= bounds
+    return total
 
 
 def _run(
@@ -539,6 +579,8 @@ def _run(
     secure: bool,
     seed: int | None,
     dropouts: Mapping[str, Iterable[int]] | None,
+    session: SecureAverageSession | None = None,
+    iterate: bytes = b"",
 ) -> AverageResult:
     """The oracle on validated settings (used by every public entry point)."""
     seed = check_seed(seed)
@@ -560,30 +602,56 @@ def _run(
     )
     n_all, d = clients.matrix.shape
     bounds = np.asarray(extra_bounds, dtype=np.float64)
-    participants = clients.participants
-    n = participants.size
-    local_of = {int(c): j for j, c in enumerate(participants)}
     phase_of = parse_dropouts(dropouts, n_all)
-    local_dropouts: dict[str, list[int]] = {}
-    for client, phase in phase_of.items():
-        if client in local_of:
-            local_dropouts.setdefault(phase, []).append(local_of[client])
-    threshold = settings.threshold or default_threshold(n, settings.neighbors)
-    completes, why = (
-        plain_outcome(
-            n,
-            local_dropouts,
+    if session is not None:
+        # A session's index space is the client's; a client out of the session (it did not
+        # complete an earlier average) or rejected now counts as gone before its masked input.
+        session._check_call(n_all, d + 1 + bounds.size)
+        in_session = session._members
+        clients = dataclasses.replace(
+            clients,
+            participants=np.array(
+                [c for c in clients.participants.tolist() if c in in_session], dtype=np.intp
+            ),
+        )
+        sum_dropouts = session._dropouts(phase_of, set(clients.participants.tolist()))
+        outcome_dropouts = session._outcome_dropouts(sum_dropouts)
+        n = int(clients.participants.size)
+        threshold = session.threshold
+        completes, why = plain_outcome(
+            n_all,
+            outcome_dropouts,
             threshold=threshold,
             neighbors=settings.neighbors,
             threat_model=settings.threat_model,
         )
-        if n >= 2
-        else (False, "fewer than 2 clients")
-    )
+    else:
+        participants = clients.participants
+        n = participants.size
+        local_of = {int(c): j for j, c in enumerate(participants)}
+        local_dropouts: dict[str, list[int]] = {}
+        for client, phase in phase_of.items():
+            if client in local_of:
+                local_dropouts.setdefault(phase, []).append(local_of[client])
+        threshold = settings.threshold or default_threshold(n, settings.neighbors)
+        completes, why = (
+            plain_outcome(
+                n,
+                local_dropouts,
+                threshold=threshold,
+                neighbors=settings.neighbors,
+                threat_model=settings.threat_model,
+            )
+            if n >= 2
+            else (False, "fewer than 2 clients")
+        )
     if not completes:
+        if session is not None:
+            session._abort(why)
         raise TooFewSurvivorsError(
             f"{n} of {n_all} clients take part ({len(clients.rejected)} rejected): {why}"
         )
+    participants = clients.participants
 
     quantized = secure or settings.quantize is True or settings.noise is not None
     dimension = d + 1 + bounds.size
@@ -608,7 +676,21 @@ def _run(
     root = KeystreamRandom(seed, label=_DOMAIN)
 
     sum_result: SecureSumResult | None = None
-    if secure:
+    if session is not None:
+        ring_inputs = None
+        if secure:
+            assert plan is not None
+            ring = Ring(settings.bits)
+            ring_inputs = _RingInputs(clients, plan, bounds, root, ring, by_client=True)
+        summed, sum_result = session._sum(ring_inputs, sum_dropouts, iterate)
+        members = np.asarray(summed, dtype=np.intp)
+        if sum_result is not None:
+            total = sum_result.centered().astype(np.float64)
+        else:
+            total = _plain_total(
+                clients, members, plan=plan, bounds=bounds, root=root, dimension=dimension
+            )
+    elif secure:
         assert plan is not None
         sum_result = secure_sum(
             _RingInputs(clients, plan, bounds, root, Ring(settings.bits)),
@@ -619,28 +701,15 @@ def _run(
             seed=None if seed is None else _derived_seed(root, b"secure-sum"),
             threat_model=settings.threat_model,
         )
-        survivors_local = np.asarray(sum_result.survivors, dtype=np.intp)
-        total: NDArray[np.float64] = sum_result.centered().astype(np.float64)
+        members = participants[np.asarray(sum_result.survivors, dtype=np.intp)]
+        total = sum_result.centered().astype(np.float64)
     else:
-        survivors_local = np.array(summed_clients(local_dropouts, n), dtype=np.intp)
-        members = participants[survivors_local]
-        if plan is not None:
-            integer_total = np.zeros(dimension, dtype=np.int64)
-            for client in members:
-                integer_total += _client_row(clients, int(client), plan, bounds, root)
-            total = integer_total.astype(np.float64)
-        else:
-            coefficients = clients.weights[members] * clients.factors[members]
-            total = np.empty(dimension, dtype=np.float64)
-            if len(clients.rejected) == 0 and members.size == n_all:
-                np.dot(coefficients, clients.matrix, out=total[:d])
-            else:
-                total[:d] = coefficients @ clients.matrix[members]
-            total[d] = auxiliary * float(clients.weights[members].sum())
-            total[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[members].sum(axis=0)
-            total[d + 1 :] /= bounds
+        members = participants[np.array(summed_clients(local_dropouts, n), dtype=np.intp)]
+        total = _plain_total(
+            clients, members, plan=plan, bounds=bounds, root=root, dimension=dimension
+        )
 
-    survivors = tuple(sorted(int(participants[j]) for j in survivors_local))
+    survivors = tuple(sorted(int(c) for c in members))
     dropped = tuple(sorted(set(range(n_all)) - set(survivors)))
     if plan is not None:
         total /= plan.quantizer.scale
@@ -833,3 +902,229 @@ def secure_weighted_average(
         seed=seed,
         dropouts=dropouts,
     )
+
+
+class SecureAverageSession:
+    """Several secure averages of the same n clients over one key setup (a :class:`secagg.Session`).
+
+    Setup (identities, key agreement, Shamir shares) happens once, at the first average; each
+    further average costs two or three message rounds. Membership only shrinks: a client that
+    does not complete an average (dropped, or rejected for a non-finite input) is out of every
+    later one. ``iterate`` — the public broadcast before an average (a model, a Weiszfeld
+    centre; :meth:`protocols.aggregation.CallPlan.encode`) — is bound into that sum
+    (``secagg/malicious_security.md`` §5). ``secure=False`` emulates the same membership in plain
+    numpy, so both paths fail and exclude clients alike.
+
+    Parameters
+    ----------
+    num_clients
+        n.
+    sums
+        The most averages the session may run (1 to 255; each costs 64 bytes of setup per
+        client and neighbour).
+    settings
+        :class:`AverageSettings` of every average.
+    secure
+        ``False``: the plain emulation.
+    seed
+        Seed of the session's secure sums (the rounding streams take each call's own seed).
+
+    Examples
+    --------
+    >>> session = SecureAverageSession(4, sums=2, settings=AverageSettings(clip=10.0), seed=0)
+    >>> first = session.average([[1.0], [2.0], [3.0], [4.0]], [1, 1, 1, 1], weight_cap=1.0,
+    ...                         seed=1, dropouts={"masked_input": [3]})
+    >>> round(float(first.average[0]), 4), session.members
+    (2.0, (0, 1, 2))
+    >>> second = session.average([[1.0], [2.0], [3.0], [4.0]], [1, 1, 1, 1], weight_cap=1.0,
+    ...                          seed=2, iterate=b"centre 2")
+    >>> round(float(second.average[0]), 4), second.survivors, session.remaining
+    (2.0, (0, 1, 2), 0)
+    """
+
+    def __init__(
+        self,
+        num_clients: int,
+        *,
+        sums: int,
+        settings: AverageSettings | None = None,
+        secure: bool = True,
+        seed: int | None = None,
+    ) -> None:
+        self.num_clients = check_int("num_clients", num_clients, minimum=2)
+        self.sums = check_int("sums", sums, minimum=1)
+        if self.sums > 255:
+            raise ValueError(f"sums must lie in [1, 255]; got {sums}")
+        self.settings = AverageSettings() if settings is None else settings
+        if not isinstance(self.settings, AverageSettings):
+            raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
+        if not isinstance(secure, bool):
+            raise TypeError(f"secure must be a bool; got {type(secure).__name__}")
+        self.secure = secure
+        self.seed = check_seed(seed)
+        self.threshold = self.settings.threshold or default_threshold(
+            self.num_clients, self.settings.neighbors
+        )
+        self._members: set[int] = set(range(self.num_clients))
+        self._advertised: set[int] = set(self._members)  # set by the first average
+        self._done = 0
+        self._dimension: int | None = None
+        self._session: Session | None = None
+        self._aborted: str | None = None
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        """Clients still in the session (all of them before the first average)."""
+        return tuple(sorted(self._members))
+
+    @property
+    def dimension(self) -> int | None:
+        """d + 1 + k of the session's averages (``None`` before the first)."""
+        return self._dimension
+
+    @property
+    def remaining(self) -> int:
+        """How many more averages the session can run."""
+        return 0 if self._aborted is not None else self.sums - self._done
+
+    def average(
+        self,
+        vectors: ArrayLike,
+        weights: ArrayLike,
+        *,
+        weight_cap: float | None = None,
+        extras: ArrayLike | None = None,
+        extra_bounds: Sequence[float] = (),
+        seed: int | None = None,
+        dropouts: Mapping[str, Iterable[int]] | None = None,
+        iterate: bytes = b"",
+    ) -> AverageResult:
+        """The session's next secure average (arguments as for :func:`secure_weighted_average`).
+
+        Every average of a session must have the same dimension d + 1 + k. Dropouts at a key
+        phase (``advertise_keys``, ``share_keys``) after the first average mean the client is gone
+        before its masked input.
+
+        Raises
+        ------
+        secagg.LocalProtocolError
+            If the session has no average left or aborted.
+        secagg.TooFewSurvivorsError
+            If too few members remain; the session aborts.
+        """
+        if not isinstance(iterate, bytes):
+            raise TypeError(f"iterate must be bytes; got {type(iterate).__name__}")
+        return _run(
+            vectors,
+            weights,
+            settings=self.settings,
+            weight_cap=weight_cap,
+            extras=extras,
+            extra_bounds=extra_bounds,
+            secure=self.secure,
+            seed=seed,
+            dropouts=dropouts,
+            session=self,
+            iterate=iterate,
+        )
+
+    # -- hooks used by _run -----------------------------------------------------------------
+
+    def _check_call(self, num_clients: int, dimension: int) -> None:
+        if self._aborted is not None:
+            raise LocalProtocolError(f"the session aborted: {self._aborted}")
+        if self._done >= self.sums:
+            raise LocalProtocolError(f"the session has run all its {self.sums} averages")
+        if num_clients != self.num_clients:
+            raise ValueError(
+                f"the session has {self.num_clients} clients; this average has {num_clients}"
+            )
+        if self._dimension is not None and dimension != self._dimension:
+            raise ValueError(
+                f"every average of a session has the same dimension (d + 1 + extras = "
+                f"{self._dimension}); this one has {dimension}"
+            )
+        self._dimension = dimension
+
+    def _dropouts(
+        self, phase_of: Mapping[int, str], participants: set[int]
+    ) -> dict[str, list[int]]:
+        """This sum's dropouts in client indices: rejected members drop before masking."""
+        later = self._done > 0
+        out: dict[str, list[int]] = {}
+        for client, phase in phase_of.items():
+            if client not in participants:
+                continue
+            setup = phase in (Phase.ADVERTISE_KEYS.value, Phase.SHARE_KEYS.value)
+            name = Phase.MASKED_INPUT.value if later and setup else phase
+            out.setdefault(name, []).append(client)
+        # A client rejected at the first average never joins the session (it advertises no
+        # keys, as on the per-sum path); one rejected later is gone before its masked input.
+        rejected = sorted((self._members - participants) - set(phase_of))
+        if rejected:
+            phase = Phase.MASKED_INPUT if later else Phase.ADVERTISE_KEYS
+            out.setdefault(phase.value, []).extend(rejected)
+        return out
+
+    def _outcome_dropouts(self, dropouts: Mapping[str, Iterable[int]]) -> dict[str, list[int]]:
+        """The whole-session view of this sum for :func:`secagg.plain_outcome`: clients that
+        never advertised drop before advertising, the others out of the session before their
+        masked input."""
+        out = {phase: list(indices) for phase, indices in dropouts.items()}
+        if self._done == 0:
+            return out
+        never = set(range(self.num_clients)) - self._advertised
+        left = self._advertised - self._members
+        for phase, extra in ((Phase.ADVERTISE_KEYS, never), (Phase.MASKED_INPUT, left)):
+            if extra:
+                out[phase.value] = sorted(set(out.get(phase.value, ())) | extra)
+        return out
+
+    def _abort(self, reason: str) -> None:
+        self._aborted = reason
+        if self._session is not None:
+            self._session.close()
+
+    def _sum(
+        self,
+        inputs: Sequence[NDArray[np.uint64]] | None,
+        dropouts: Mapping[str, Iterable[int]],
+        iterate: bytes,
+    ) -> tuple[tuple[int, ...], SecureSumResult | None]:
+        """Run this average's sum; return who is in it (and the secure result)."""
+        result: SecureSumResult | None = None
+        if self._done == 0:
+            setup = (Phase.ADVERTISE_KEYS.value, Phase.SHARE_KEYS.value)
+            self._advertised -= set(dropouts.get(setup[0], ()))
+        if self.secure:
+            assert inputs is not None
+            if self._session is None:
+                assert self._dimension is not None
+                self._session = Session(
+                    self.num_clients,
+                    self._dimension,
+                    iterations=self.sums,
+                    modulus_bits=self.settings.bits,
+                    threshold=self.threshold,
+                    neighbors=self.settings.neighbors,
+                    threat_model=self.settings.threat_model,
+                    seed=self.seed,
+                )
+            try:
+                result = self._session.sum(inputs, iterate=iterate, dropouts=dropouts)
+            except TooFewSurvivorsError as error:
+                self._aborted = str(error)
+                raise
+            summed = result.survivors
+            self._members = set(self._session.members)
+        else:
+            gone = {i for indices in dropouts.values() for i in indices}
+            summed = tuple(sorted(set(summed_clients(dropouts, self.num_clients)) & self._members))
+            completed = set(summed) - {
+                i
+                for phase in (Phase.CONSISTENCY_CHECK.value, Phase.UNMASK.value)
+                for i in dropouts.get(phase, ())
+            }
+            self._members = (self._members - gone) & completed
+        self._done += 1
+        return summed, result

@@ -1,4 +1,5 @@
-"""``secagg-dp sum``: simulate one secure-sum round and check it against the plaintext sum."""
+"""``secagg-dp sum``: simulate a secure-sum round (or a session of several sums) and check it
+against the plaintext sum."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from protocols.cli._progress import ProgressBar
-from secagg import Phase, Ring, ThreatModel, TooFewSurvivorsError, secure_sum
+from secagg import Phase, Ring, Session, ThreatModel, TooFewSurvivorsError
 from secagg.graph_parameters import secagg_plus_parameters
 
 __all__ = ["SyntheticInputs", "register", "run"]
@@ -101,6 +102,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--threshold", type=_positive, default=None, help="Shamir threshold t")
     parser.add_argument("--bits", type=int, default=32, help="modulus bits b (M = 2^b)")
+    parser.add_argument(
+        "--sums",
+        type=_positive,
+        default=1,
+        help="run a session of this many sums over one key setup (secagg.Session; the "
+        "dropouts happen in the first, each further sum gets new inputs and iterate)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for inputs and randomness")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
@@ -143,17 +151,22 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet or args.json:
         bar.enabled = False
     start = time.perf_counter()
+    if args.sums > 255:
+        print(f"error: --sums must lie in [1, 255]; got {args.sums}")
+        return 2
     try:
-        result = secure_sum(
-            inputs,
+        session = Session(
+            n,
+            d,
+            iterations=args.sums,
             modulus_bits=args.bits,
             threshold=threshold,
             neighbors=neighbors,
-            dropouts=dropouts,
             seed=args.seed,
             progress=bar.update,
             threat_model=args.threat_model,
         )
+        result = session.sum(inputs, dropouts=dropouts)
     except TooFewSurvivorsError as exc:
         bar.close()
         print(f"round aborted cleanly: {exc}")
@@ -166,11 +179,36 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     elapsed = time.perf_counter() - start
     ring = Ring(args.bits)
-    expected = ring.zeros(d)
-    for i in result.survivors:
-        np.add(expected, inputs[i].astype(ring.dtype), out=expected)
-    ring.normalize(expected)
-    correct = bool(np.array_equal(expected, result.total))
+
+    def matches(total: NDArray[Any], survivors: Sequence[int], data: SyntheticInputs) -> bool:
+        expected = ring.zeros(d)
+        for i in survivors:
+            np.add(expected, data[i].astype(ring.dtype), out=expected)
+        ring.normalize(expected)
+        return bool(np.array_equal(expected, total))
+
+    correct = matches(result.total, result.survivors, inputs)
+    later: list[dict[str, Any]] = []
+    for r in range(2, args.sums + 1):
+        data = SyntheticInputs(n, d, bits=args.bits, seed=args.seed + r - 1)
+        began = time.perf_counter()
+        try:
+            further = session.sum(data, iterate=b"sum %d" % r)
+        except TooFewSurvivorsError as exc:
+            print(f"session aborted cleanly in sum {r}: {exc}")
+            return 3
+        ok = matches(further.total, further.survivors, data)
+        correct = correct and ok
+        later.append(
+            {
+                "sum": r,
+                "seconds": time.perf_counter() - began,
+                "survivors": len(further.survivors),
+                "upload_bytes_per_client": sum(further.upload_bytes.values())
+                / max(1, len(further.survivors)),
+                "equals_plaintext_sum": ok,
+            }
+        )
     # Clients that sent each phase's message: everyone not gone by then (for per-client means).
     remaining, participants = n, {}
     for p in phase_names:
@@ -204,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
         },
         "equals_plaintext_sum": correct,
         "seed": args.seed,
+        "further_sums": later,
     }
     if args.json:
         print(json.dumps(report, indent=1))
@@ -231,8 +270,18 @@ def run(args: argparse.Namespace) -> int:
                 f"{_human_bytes(report['upload_bytes_per_client'][p]):>12s} "
                 f"{_human_bytes(report['download_bytes_per_client'][p]):>12s}"
             )
+        if later:
+            print(f"session: {args.sums} sums over one key setup (the table above is sum 1)")
+            header = ("sum", "seconds", "survivors", "up/client", "exact")
+            print("{:>4s} {:>9s} {:>10s} {:>12s} {:>6s}".format(*header))
+            for row in later:
+                print(
+                    f"{row['sum']:4d} {row['seconds']:9.3f} {row['survivors']:10d} "
+                    f"{_human_bytes(row['upload_bytes_per_client']):>12s} "
+                    f"{'yes' if row['equals_plaintext_sum'] else 'NO':>6s}"
+                )
         print(
-            f"total {elapsed:.2f} s; equals the plaintext sum of the survivors: "
+            f"total {elapsed:.2f} s (sum 1); equals the plaintext sum of the survivors: "
             f"{'yes' if correct else 'NO'}"
         )
     return 0 if correct else 1

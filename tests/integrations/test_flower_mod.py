@@ -194,11 +194,10 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
             snapshot = bytes(context.state.config_records[STATE_KEY]["client"])
             client = restore(context.node_id, snapshot)
             secrets["snapshot"].add(snapshot)
-            for pair in (client._encryption_keys, client._mask_keys):
+            for pair in (client._encryption_keys, *client._mask_keys):
                 if pair is not None:
                     secrets["private key"].add(pair.private)
-            if client._self_mask_seed:
-                secrets["self-mask seed"].add(client._self_mask_seed)
+            secrets["self-mask seed"].update(seed for seed in client._self_mask_seeds if any(seed))
             return reply
 
         return call
@@ -227,7 +226,7 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
     for node, context in grid.contexts.items():
         client = restore(node, bytes(context.state.config_records[STATE_KEY]["client"]))
         assert client.state.name == "COMPLETED"
-        assert client._self_mask_seed == b"" and client._mask_keys is None  # secrets erased
+        assert not client._self_mask_seeds and not client._mask_keys  # secrets erased
 
 
 # -- the defects of Flower 1.42's SecAgg+ (REFERENCES §1) that ours does not have -----------------

@@ -2,9 +2,11 @@
 
 The server may substitute directory entries, show different clients different survivor sets,
 forge unmask requests from whatever signatures it collected (colluders sign anything), ask for
-both shares, replay messages of an earlier round, duplicate and reorder. After every step the
-invariant attempts the attack for real: :func:`audits.adversary.honest_inputs_exposed` strips
-every mask it can from everything the server holds, and must recover no honest input.
+both shares, replay messages of an earlier round or an earlier sum, duplicate and reorder. The
+round is a session of one to three sums: between sums the server may show members different
+iterates and readmit clients that dropped. After every step the invariant attempts the attack
+for real: :func:`audits.adversary.honest_inputs_exposed` strips every mask it can from
+everything the server holds, in every sum, and must recover no honest input.
 """
 
 from __future__ import annotations
@@ -25,17 +27,19 @@ from hypothesis.stateful import (
 
 from audits.adversary import AdversarialRound, honest_inputs_exposed
 from secagg import (
-    ClientState,
     ConsistencyRequest,
     ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
+    IterationRequest,
     KeyDirectory,
     KeystreamRandom,
     MaskedInput,
+    ProtocolError,
+    ServerState,
     UnmaskRequest,
 )
-from secagg.identity import advertisement_message, consistency_message
+from secagg.identity import advertisement_message, consistency_message, iterate_digest
 from secagg.keys import KeyPair
 from secagg.messages import ClientKeys, Message
 
@@ -53,9 +57,14 @@ class MaliciousServerMachine(RuleBasedStateMachine):
         harary=st.booleans(),
         colluders=st.integers(0, 1),
         seed=st.integers(0, 2**16),
+        iterations=st.integers(1, 3),
     )
-    def setup(self, n: int, harary: bool, colluders: int, seed: int) -> None:
-        inputs = {u: [(11 * u + j) % 50 for j in range(3)] for u in range(1, n + 1)}
+    def setup(self, n: int, harary: bool, colluders: int, seed: int, iterations: int) -> None:
+        inputs = {
+            (r, u): [(11 * u + 7 * r + j) % 50 for j in range(3)]
+            for r in range(1, iterations + 1)
+            for u in range(1, n + 1)
+        }
         colluding = tuple(range(n, n - colluders, -1))
         self.game = AdversarialRound(
             inputs,
@@ -65,15 +74,20 @@ class MaliciousServerMachine(RuleBasedStateMachine):
             max_colluding=colluders,
             seed=seed,
             threat_model=self.threat_model,
+            iterations=iterations,
         )
         # An earlier round with the same clients, whose messages the adversary may replay.
         earlier = AdversarialRound(
-            inputs, threshold=2, seed=seed + 1, threat_model=self.threat_model
+            {u: inputs[(1, u)] for u in range(1, n + 1)},
+            threshold=2,
+            seed=seed + 1,
+            threat_model=self.threat_model,
         )
         earlier.run()
         self.replayable = earlier.view.sent
         self.pool: list[Message] = self.game.to_server(self.game.start()) or self.game.close()
-        self.signatures: dict[tuple[bytes, tuple[int, ...]], dict[int, bytes]] = {}
+        # (session, sum, survivor set, iterate digest) → who signed it.
+        self.signatures: dict[tuple[bytes, int, tuple[int, ...], bytes], dict[int, bytes]] = {}
         self.source = KeystreamRandom(seed, label=b"adversary keys")
 
     # -- delivery ---------------------------------------------------------------------------
@@ -84,7 +98,8 @@ class MaliciousServerMachine(RuleBasedStateMachine):
             if isinstance(reply, ConsistencySignature):
                 request = message
                 assert isinstance(request, ConsistencyRequest)
-                key = (request.session_id, request.survivors)
+                shown = self._iterate_shown(request.session_id, request.iteration, reply.sender)
+                key = (request.session_id, request.iteration, request.survivors, shown)
                 self.signatures.setdefault(key, {})[reply.sender] = reply.signature
         self.pool.extend(self.game.to_server(replies))
 
@@ -104,6 +119,14 @@ class MaliciousServerMachine(RuleBasedStateMachine):
     @rule()
     def deadline(self) -> None:
         self.pool.extend(self.game.close())
+
+    @precondition(lambda self: self.pool)
+    @rule()
+    def a_phase_delivered_honestly(self) -> None:
+        # Everything pending, in order, then the deadline: lets sessions reach later sums.
+        while self.pool:
+            self._deliver(self.pool.pop(0))
+        self.deadline()
 
     # -- tampering --------------------------------------------------------------------------
 
@@ -142,11 +165,64 @@ class MaliciousServerMachine(RuleBasedStateMachine):
         view = tuple(v for v in request.survivors if v not in removed)
         self._deliver(dataclasses.replace(request, survivors=view))
 
-    def _senders(self, sid: bytes, recipient: int) -> tuple[int, ...]:
+    def _senders(self, sid: bytes, recipient: int, iteration: int = 1) -> tuple[int, ...]:
+        """The neighbours the recipient masked with in that sum, as the server told it."""
         for m in self.game.view.sent:
-            if isinstance(m, ForwardedShares) and m.recipient == recipient and m.session_id == sid:
+            if m.session_id != sid or m.peer != recipient:
+                continue
+            if isinstance(m, ForwardedShares) and iteration == 1:
                 return tuple(v for v, _ in m.ciphertexts)
+            if isinstance(m, IterationRequest) and m.iteration == iteration:
+                return m.members
         return ()
+
+    def _iterate_shown(self, sid: bytes, iteration: int, recipient: int) -> bytes:
+        """The digest of the first iterate the server sent the recipient for that sum."""
+        for m in self.game.view.sent:
+            if m.session_id != sid or m.peer != recipient:
+                continue
+            if isinstance(m, ForwardedShares) and iteration == 1:
+                return iterate_digest(m.iterate)
+            if isinstance(m, IterationRequest) and m.iteration == iteration:
+                return iterate_digest(m.iterate)
+        return iterate_digest(b"")
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @precondition(lambda self: self.game.server.state is ServerState.AWAITING_ITERATION)
+    @rule(data=st.data())
+    def begin_the_next_sum(self, data: st.DataObject) -> None:
+        # The next sum's requests, possibly tampered with: some members shown another iterate,
+        # some told that a client out of the session is their neighbour again.
+        try:
+            requests = self.game.server.begin_iteration(b"iterate A")
+        except ProtocolError:
+            return
+        everyone = sorted(self.game.clients)
+        for request in requests:
+            assert isinstance(request, IterationRequest)
+            action = data.draw(st.sampled_from(["honest", "honest", "iterate", "readmit"]))
+            shown = request
+            if action == "iterate":
+                shown = dataclasses.replace(request, iterate=b"iterate B")
+            elif action == "readmit":
+                others = [v for v in everyone if v != request.recipient]
+                extra = data.draw(st.sampled_from(others))
+                members = tuple(sorted({*request.members, extra}))
+                shown = dataclasses.replace(request, members=members)
+            self.pool.append(shown)
+
+    @precondition(lambda self: self.game.server.iteration >= 2)
+    @rule(data=st.data())
+    def replay_a_message_of_an_earlier_sum(self, data: st.DataObject) -> None:
+        current = self.game.server.iteration
+        earlier = [
+            m
+            for m in self.game.view.sent
+            if getattr(m, "iteration", 1) < current and not isinstance(m, KeyDirectory)
+        ]
+        if earlier:
+            self._deliver(data.draw(st.sampled_from(earlier)))
 
     @precondition(lambda self: any(isinstance(m, EncryptedShares) for m in self.game.view.received))
     @rule(data=st.data())
@@ -168,16 +244,18 @@ class MaliciousServerMachine(RuleBasedStateMachine):
     def forge_an_unmask_request(self, data: st.DataObject) -> None:
         masked = [m for m in self.game.view.received if isinstance(m, MaskedInput)]
         chosen_input = data.draw(st.sampled_from(masked))
-        sid, recipient = chosen_input.session_id, chosen_input.sender
-        senders = self._senders(sid, recipient)
-        views = sorted(view for (s, view) in self.signatures if s == sid)
+        sid, recipient, r = chosen_input.session_id, chosen_input.sender, chosen_input.iteration
+        senders = self._senders(sid, recipient, r)
+        views = sorted(key for key in self.signatures if key[:2] == (sid, r))
         signatures: dict[int, bytes] = {}
         if views and data.draw(st.booleans()):
             # From a survivor set some clients signed (colluders sign it too) ...
-            view = data.draw(st.sampled_from(views))
-            signatures = dict(self.signatures[(sid, view)])
+            key = data.draw(st.sampled_from(views))
+            view, shown = key[2], key[3]
+            signatures = dict(self.signatures[key])
+            signed = consistency_message(sid, view, iteration=r, iterate=shown)
             for u in self.game.colluding:
-                signatures[u] = self.game.identities[u].sign(consistency_message(sid, view))
+                signatures[u] = self.game.identities[u].sign(signed)
             members = set(data.draw(st.sampled_from([view, view[1:], view[:-1]])))
         else:  # ... or any split of the recipient's neighbours
             members = set(data.draw(st.sets(st.sampled_from(senders)))) if senders else set()
@@ -187,7 +265,12 @@ class MaliciousServerMachine(RuleBasedStateMachine):
             dropped = (*dropped, survivors[0])
         picked = data.draw(st.sets(st.sampled_from(sorted(signatures)))) if signatures else set()
         request = UnmaskRequest(
-            sid, recipient, survivors, dropped, tuple(sorted((v, signatures[v]) for v in picked))
+            sid,
+            recipient,
+            survivors,
+            dropped,
+            tuple(sorted((v, signatures[v]) for v in picked)),
+            r,
         )
         self._deliver(request)
 
@@ -205,8 +288,9 @@ class MaliciousServerMachine(RuleBasedStateMachine):
             self.deadline()
         server = self.game.server
         event(f"server {server.state.name.lower()}")
-        completed = sum(c.state is ClientState.COMPLETED for c in self.game.clients.values())
-        event(f"{'some' if completed else 'no'} client answered an unmask request")
+        event(f"sums begun: {server.iteration} of {self.game.config.iterations}")
+        answered = any(type(m).__name__ == "UnmaskResponse" for m in self.game.view.received)
+        event(f"{'some' if answered else 'no'} client answered an unmask request")
         self.no_honest_input_can_be_reconstructed()
 
 

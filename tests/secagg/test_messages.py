@@ -16,6 +16,7 @@ from secagg import (
     ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
+    IterationRequest,
     KeyDirectory,
     MaskedInput,
     RemoteProtocolError,
@@ -31,6 +32,10 @@ ids = st.integers(1, 2**31 - 2)
 session = st.binary(min_size=32, max_size=32)
 key = st.binary(min_size=32, max_size=32)
 blobs = st.lists(st.tuples(ids, st.binary(max_size=120)), max_size=6).map(tuple)
+iterations = st.integers(1, 255)
+# One 32-byte key or commitment per sum of a session (a few, to keep examples small).
+multi_key = st.integers(1, 4).flatmap(lambda r: st.binary(min_size=32 * r, max_size=32 * r))
+iterate = st.binary(max_size=80)
 
 
 @st.composite
@@ -41,7 +46,7 @@ def masked_inputs(draw: st.DrawFn) -> MaskedInput:
     values = draw(st.lists(st.integers(0, ring.modulus - 1), min_size=size, max_size=size))
     vector = np.array(values, dtype=np.uint64).astype(ring.dtype)
     complaints = draw(st.lists(ids, max_size=4).map(tuple))
-    return MaskedInput(draw(session), draw(ids), bits, vector, complaints)
+    return MaskedInput(draw(session), draw(ids), bits, vector, complaints, draw(iterations))
 
 
 signature = st.one_of(st.just(b""), st.binary(min_size=64, max_size=64))
@@ -52,22 +57,27 @@ id_lists = st.lists(ids, max_size=8).map(tuple)
 def directories(draw: st.DrawFn) -> KeyDirectory:
     members = draw(st.sets(ids, max_size=8))
     signed = draw(st.booleans())
+    rounds = draw(st.integers(1, 4))
+    mask_keys = st.binary(min_size=32 * rounds, max_size=32 * rounds)
     keys = {
-        u: ClientKeys(draw(key), draw(key), draw(st.binary(min_size=64, max_size=64)))
+        u: ClientKeys(draw(key), draw(mask_keys), draw(st.binary(min_size=64, max_size=64)))
         for u in members
     }
-    return KeyDirectory.build(draw(session), draw(ids), keys, signed=signed)
+    return KeyDirectory.build(draw(session), draw(ids), keys, signed=signed, iterations=rounds)
 
 
 messages = st.one_of(
-    st.builds(AdvertiseKeys, session, ids, key, key, signature),
+    st.builds(AdvertiseKeys, session, ids, key, multi_key, signature),
     directories(),
-    st.builds(EncryptedShares, session, ids, key, blobs),
-    st.builds(ForwardedShares, session, ids, blobs),
+    st.builds(EncryptedShares, session, ids, multi_key, blobs),
+    st.builds(ForwardedShares, session, ids, blobs, iterate),
+    st.builds(IterationRequest, session, ids, iterations, id_lists, iterate),
     masked_inputs(),
-    st.builds(ConsistencyRequest, session, ids, id_lists),
-    st.builds(ConsistencySignature, session, ids, st.binary(min_size=64, max_size=64)),
-    st.builds(UnmaskRequest, session, ids, id_lists, id_lists, blobs),
+    st.builds(ConsistencyRequest, session, ids, id_lists, iterations),
+    st.builds(
+        ConsistencySignature, session, ids, st.binary(min_size=64, max_size=64), iterations
+    ),
+    st.builds(UnmaskRequest, session, ids, id_lists, id_lists, blobs, iterations),
     st.builds(
         UnmaskResponse,
         session,
@@ -76,6 +86,7 @@ messages = st.one_of(
         blobs,
         st.one_of(st.just(b""), st.binary(min_size=32, max_size=32)),
         blobs,
+        iterations,
     ),
 )
 

@@ -16,6 +16,7 @@ from protocols.aggregation import (
     IterativeRule,
     IterativeSecureAggregate,
     IterativeState,
+    SecureAverageSession,
     ServerView,
     WeiszfeldRule,
     clip_rows,
@@ -214,3 +215,78 @@ def test_weiszfeld_weights_are_client_local(seed: int, victim: int) -> None:
     assert np.array_equal(before.weights[others], after.weights[others])
     assert before.extras is not None and after.extras is not None
     assert np.array_equal(before.extras[others], after.extras[others])
+
+
+# -- one session per aggregate -------------------------------------------------------------------
+
+
+def test_the_calls_of_an_aggregate_share_one_session_and_bind_each_plan() -> None:
+    points = np.random.default_rng(3).standard_normal((7, 4))
+    result = run_iterative_aggregate(TrimmedMean(3), points, seed=4)
+    sums = [r.secure_sum for r in result.results]
+    assert all(s is not None for s in sums)
+    assert [s.iteration for s in sums if s] == [1, 2, 3]  # one setup, three sums
+    setup = {"advertise_keys", "share_keys"}
+    assert all(not any(s.upload_bytes[p] for p in setup) for s in sums[1:] if s)
+    # session_sums=1 is the per-sum path: every call a full round of its own.
+    single = run_iterative_aggregate(TrimmedMean(3), points, seed=4, session_sums=1)
+    assert [r.secure_sum.iteration for r in single.results if r.secure_sum] == [1, 1, 1]
+    assert np.abs(single.aggregate - result.aggregate).max() < 1e-6
+    # The iterate of each sum is its plan's encoding: plans differ, so do the iterates.
+    encoded = [plan.encode() for plan in result.plans]
+    assert len(set(encoded)) == 3
+
+
+@pytest.mark.parametrize("threat_model", ["malicious", "semi-honest"])
+@pytest.mark.parametrize(
+    ("dropouts", "out_after"),
+    [
+        ({0: {"unmask": [5]}}, {5}),  # counted in call 0, then out of the session
+        ({0: {"masked_input": [2]}, 1: {"unmask": [6]}}, {2, 6}),
+        ({1: {"share_keys": [3]}}, {3}),  # a key phase after setup: gone before masking
+    ],
+)
+def test_secure_and_plain_sessions_exclude_the_same_clients(
+    threat_model: str, dropouts: dict[int, dict[str, list[int]]], out_after: set[int]
+) -> None:
+    points = np.random.default_rng(5).standard_normal((8, 3))
+    settings_ = AverageSettings(clip=5.0, threat_model=threat_model, quantize=True)
+    secure = run_iterative_aggregate(
+        TrimmedMean(3), points, seed=6, dropouts=dropouts, settings=settings_
+    )
+    plain = run_iterative_aggregate(
+        TrimmedMean(3), points, seed=6, dropouts=dropouts, settings=settings_, secure=False
+    )
+    for a, b in zip(secure.transcript, plain.transcript, strict=True):
+        assert a.survivors == b.survivors
+    assert np.array_equal(secure.aggregate, plain.aggregate)  # same integers, same seed
+    assert set(range(8)) - set(secure.transcript[-1].survivors) == out_after
+
+
+def test_a_client_rejected_at_setup_never_joins_and_one_rejected_later_is_excluded() -> None:
+    # Non-finite input at the first average: the client advertises no keys (as on the per-sum
+    # path, so the malicious quorum counts only the others); later it is gone before masking.
+    points = np.random.default_rng(7).standard_normal((6, 2))
+    nan_first = points.copy()
+    nan_first[4, 0] = np.nan
+    result = run_iterative_aggregate(TrimmedMean(2), nan_first, seed=8)
+    assert [v.survivors for v in result.transcript] == [(0, 1, 2, 3, 5)] * 2
+    plain = run_iterative_aggregate(TrimmedMean(2), nan_first, seed=8, secure=False)
+    assert [v.survivors for v in plain.transcript] == [(0, 1, 2, 3, 5)] * 2
+
+
+def test_an_average_session_refuses_misuse() -> None:
+    session = SecureAverageSession(4, sums=1, settings=AverageSettings(clip=1.0), seed=0)
+    with pytest.raises(TypeError, match="iterate must be bytes"):
+        session.average(np.ones((4, 2)), np.ones(4), iterate="centre")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="session has 4 clients"):
+        session.average(np.ones((5, 2)), np.ones(5))
+    session.average(np.ones((4, 2)), np.ones(4), weight_cap=1.0)
+    with pytest.raises(LocalProtocolError, match="all its 1 averages"):
+        session.average(np.ones((4, 2)), np.ones(4))
+    two = SecureAverageSession(4, sums=2, settings=AverageSettings(clip=1.0), seed=0)
+    two.average(np.ones((4, 2)), np.ones(4), weight_cap=1.0)
+    with pytest.raises(ValueError, match="same dimension"):
+        two.average(np.ones((4, 3)), np.ones(4), weight_cap=1.0)
+    with pytest.raises(ValueError, match="sums must lie"):
+        SecureAverageSession(4, sums=256)
