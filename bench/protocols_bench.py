@@ -137,12 +137,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one repeat per cell")
     parser.add_argument("--repeats", type=int, default=None, help="rounds per path (default 5)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=sorted({a for _, a, _ in ALGORITHMS}),
+        default=None,
+        help="run only these algorithms",
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 5)
     data = image_clients(0)
     rows = []
     for size, hidden in HIDDEN.items():
         for label, algorithm, extra in ALGORITHMS:
+            if args.only and algorithm not in args.only:
+                continue
             row = {"size": size, "label": label, **cell(data, hidden, algorithm, extra, repeats)}
             rows.append(row)
             print(
@@ -183,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args.output.parent.mkdir(parents=True, exist_ok=True)
     record = {
-        "command": "python bench/protocols_bench.py" + (" --quick" if args.quick else ""),
+        "command": "python bench/protocols_bench.py"
+        + (" --quick" if args.quick else "")
+        + (" --only " + " ".join(args.only) if args.only else ""),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": {
             "python": platform.python_version(),

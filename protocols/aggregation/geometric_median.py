@@ -452,6 +452,7 @@ def geometric_median(
     seed: int | None = None,
     dropouts: Mapping[int, Mapping[str, Iterable[int]]] | None = None,
     solver: str = "auto",
+    session_sums: int | None = None,
 ) -> GeometricMedianResult:
     """The geometric median argmin_z Σαᵢ‖z − wᵢ‖ by smoothed Weiszfeld (RFA Algorithm 2).
 
@@ -484,6 +485,9 @@ def geometric_median(
         The fast plain path's solver: ``"gram"`` (precompute the n×n Gram matrix; each step is
         then O(n²)), ``"direct"`` (two passes over the points per step), or ``"auto"`` (Gram for
         n ≤ 256 clients with d ≥ 4n). Same iterates either way, up to rounding.
+    session_sums
+        Secure averages per key setup (:func:`run_iterative_aggregate`; default
+        min(K + 1, 8)); ``1`` runs every average as a fresh round.
 
     Returns
     -------
@@ -531,6 +535,7 @@ def geometric_median(
         secure=secure,
         seed=seed,
         dropouts=dropouts,
+        session_sums=min(max_iterations + 1, 8) if session_sums is None else session_sums,
     )
     transcript = iterative.transcript
     steps = len(transcript) - 1
