@@ -913,7 +913,9 @@ class SecureAverageSession:
     later one. ``iterate`` — the public broadcast before an average (a model, a Weiszfeld
     centre; :meth:`protocols.aggregation.CallPlan.encode`) — is bound into that sum
     (``secagg/malicious_security.md`` §5). ``secure=False`` emulates the same membership in plain
-    numpy, so both paths fail and exclude clients alike.
+    numpy, so both paths fail and exclude clients alike (exactly on the complete graph; on a
+    SecAgg+ graph the secure server also drops members left with fewer than t neighbours, which
+    the emulation does not model).
 
     Parameters
     ----------

@@ -118,3 +118,18 @@ def test_keys_writes_identities_and_a_trust_store(
         key = load_identity(tmp_path / "keys" / f"identity-{u}.key")
         assert store.public_key(u) == key.public
         assert (tmp_path / "keys" / f"identity-{u}.key").stat().st_mode & 0o077 == 0
+
+
+def test_sum_runs_a_session_of_several_sums(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["sum", "--clients", "8", "--dim", "20", "--dropout", "0.125", "--threshold", "3"]
+    assert main([*args, "--sums", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["equals_plaintext_sum"] is True
+    further = report["further_sums"]
+    assert [row["sum"] for row in further] == [2, 3]
+    # The client that dropped in sum 1 stays out of the session.
+    assert all(row["survivors"] == 7 and row["equals_plaintext_sum"] for row in further)
+    assert main([*args, "--sums", "2"]) == 0
+    assert "2 sums over one key setup" in capsys.readouterr().out
+    assert main([*args, "--sums", "256"]) == 2
+    assert "--sums must lie in [1, 255]" in capsys.readouterr().out
