@@ -4,7 +4,8 @@ The server may substitute directory entries, show different clients different su
 forge unmask requests from whatever signatures it collected (colluders sign anything), ask for
 both shares, replay messages of an earlier round or an earlier sum, duplicate and reorder. The
 round is a session of one to three sums: between sums the server may show members different
-iterates and readmit clients that dropped. After every step the invariant attempts the attack
+iterates and readmit clients that dropped, and it may ask for one sum's shares in another's
+request. After every step the invariant attempts the attack
 for real: :func:`audits.adversary.honest_inputs_exposed` strips every mask it can from
 everything the server holds, in every sum, and must recover no honest input.
 """
@@ -264,13 +265,18 @@ class MaliciousServerMachine(RuleBasedStateMachine):
         if data.draw(st.booleans()) and survivors:  # and ask for both shares of one
             dropped = (*dropped, survivors[0])
         picked = data.draw(st.sets(st.sampled_from(sorted(signatures)))) if signatures else set()
+        # Now and then the request names another sum of the session: shares of one sum with
+        # one view, of another sum with the opposite view (both shares across sums).
+        asked = r
+        if self.game.config.iterations > 1 and data.draw(st.integers(0, 3)) == 0:
+            asked = data.draw(st.integers(1, self.game.config.iterations))
         request = UnmaskRequest(
             sid,
             recipient,
             survivors,
             dropped,
             tuple(sorted((v, signatures[v]) for v in picked)),
-            r,
+            asked,
         )
         self._deliver(request)
 
