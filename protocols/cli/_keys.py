@@ -7,16 +7,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from protocols.cli._sum import _positive
 from secagg.identity import write_identities
 
 __all__ = ["register", "run"]
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
-    return value
 
 
 def register(subparsers: Any) -> None:
