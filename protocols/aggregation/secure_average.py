@@ -922,8 +922,9 @@ class SecureAverageSession:
     num_clients
         n.
     sums
-        The most averages the session may run (1 to 255; each costs 64 bytes of setup per
-        client and neighbour).
+        The most averages the session may run (1 to 255). Each adds to the setup a 32-byte
+        mask key and a 32-byte seed commitment per client, and two Shamir shares (72 bytes)
+        per client and neighbour, whether or not the average runs.
     settings
         :class:`AverageSettings` of every average.
     secure
