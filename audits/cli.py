@@ -32,7 +32,7 @@ from audits.report import (
 from audits.selfcheck import run_false_alarm_check, run_self_check
 from audits.suite import run_audits
 from audits.targets import AuditTarget
-from protocols.cli._progress import ProgressBar
+from protocols.cli.progress import ProgressBar
 
 __all__ = ["build_parser", "main", "make_target"]
 

@@ -16,6 +16,7 @@ from dpquantile._fast_sampler import (
     sample_discrete_gaussian,
 )
 from dpquantile.accounting import (
+    NEIGHBOURING_RELATIONS,
     ZCDP,
     BudgetExceededError,
     ComposedEvent,
@@ -23,6 +24,8 @@ from dpquantile.accounting import (
     DiscreteLaplace,
     DistributedDiscreteGaussian,
     MechanismEvent,
+    Neighbouring,
+    NeighbouringMismatchError,
     PrivacyBudget,
     PrivacyEvent,
     SelfComposedEvent,
@@ -31,6 +34,13 @@ from dpquantile.accounting import (
     rho_for_epsilon,
 )
 from dpquantile.histogram import HistogramTree
+from dpquantile.mechanisms import (
+    TAIL_FAILURE_PROBABILITY,
+    DistributedDiscreteGaussianMechanism,
+    noise_tail_bound,
+    sigma_for_rho,
+    tail_factor,
+)
 from dpquantile.pmf import (
     discrete_gaussian_pmf,
     discrete_gaussian_tail,
@@ -40,6 +50,8 @@ from dpquantile.pmf import (
 from dpquantile.quantile import (
     QuantileResult,
     dp_quantile,
+    histogram_sensitivities,
+    quantile_mechanism,
     quantile_noise_sigma,
     quantile_scale,
 )
@@ -56,18 +68,23 @@ from dpquantile.samplers import (
 __all__ = [
     "MAX_EXACT_SIGMA",
     "MAX_FAST_SIGMA",
+    "NEIGHBOURING_RELATIONS",
+    "TAIL_FAILURE_PROBABILITY",
     "ZCDP",
     "BudgetExceededError",
     "ComposedEvent",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "DistributedDiscreteGaussian",
+    "DistributedDiscreteGaussianMechanism",
     "ExactDiscreteGaussian",
     "ExactDiscreteLaplace",
     "FastDiscreteGaussian",
     "HistogramTree",
     "IntegerNoiseSampler",
     "MechanismEvent",
+    "Neighbouring",
+    "NeighbouringMismatchError",
     "NoisyRelease",
     "PrivacyBudget",
     "PrivacyEvent",
@@ -80,11 +97,16 @@ __all__ = [
     "discrete_gaussian_variance",
     "discrete_laplace_pmf",
     "dp_quantile",
+    "histogram_sensitivities",
     "kls21_sensitivities",
+    "noise_tail_bound",
+    "quantile_mechanism",
     "quantile_noise_sigma",
     "quantile_scale",
     "rho_for_epsilon",
     "sample_discrete_gaussian",
     "sample_discrete_gaussian_exact",
     "sample_discrete_laplace",
+    "sigma_for_rho",
+    "tail_factor",
 ]

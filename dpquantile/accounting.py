@@ -18,6 +18,7 @@ BS16 = Bun, Steinke, "Concentrated Differential Privacy" (TCC 2016, arXiv:1605.0
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 import importlib
 import math
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import ModuleType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,6 +41,7 @@ from dpquantile._checks import (
 from dpquantile.pmf import discrete_gaussian_pmf, discrete_gaussian_tail
 
 __all__ = [
+    "NEIGHBOURING_RELATIONS",
     "ZCDP",
     "BudgetExceededError",
     "ComposedEvent",
@@ -47,6 +49,8 @@ __all__ = [
     "DiscreteLaplace",
     "DistributedDiscreteGaussian",
     "MechanismEvent",
+    "Neighbouring",
+    "NeighbouringMismatchError",
     "PrivacyBudget",
     "PrivacyEvent",
     "SelfComposedEvent",
@@ -57,6 +61,11 @@ __all__ = [
 
 # A Rényi bound D_α ≤ ξ + α·ρ for every α > 1, stored as (ξ, ρ).
 RenyiLine = tuple[float, float]
+
+# Which datasets an event's guarantee compares: one client added or removed (the number of
+# clients is private), or one client's data replaced by another's (the number is public).
+Neighbouring = Literal["add_remove", "replace_one"]
+NEIGHBOURING_RELATIONS: tuple[Neighbouring, ...] = ("add_remove", "replace_one")
 
 # Orders α are searched as u = log(α − 1) on this interval (α − 1 from 1e-8 to 1e9).
 _LOG_ORDER_MIN = math.log(1e-8)
@@ -112,6 +121,40 @@ def _exact_sum(terms: Iterable[tuple[int, float]]) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
+class NeighbouringMismatchError(ValueError):
+    """Events whose guarantees compare different neighbouring datasets were composed.
+
+    An add/remove guarantee and a replace-one guarantee do not add up to either; convert the
+    add/remove events first with :meth:`PrivacyEvent.under_replace_one`.
+
+    Examples
+    --------
+    >>> ComposedEvent((ZCDP(0.5), ZCDP(0.5, neighbouring="replace_one")))
+    Traceback (most recent call last):
+    ...
+    dpquantile.accounting.NeighbouringMismatchError: cannot compose add_remove and replace_one \
+events: convert the add_remove ones with event.under_replace_one() first
+    """
+
+
+def _check_neighbouring(value: object) -> Neighbouring:
+    if value not in NEIGHBOURING_RELATIONS:
+        raise ValueError(
+            f"neighbouring must be one of {', '.join(NEIGHBOURING_RELATIONS)}; got {value!r}"
+        )
+    return value
+
+
+def _common_relation(relations: Iterable[Neighbouring]) -> Neighbouring | None:
+    found = set(relations)
+    if len(found) > 1:
+        raise NeighbouringMismatchError(
+            "cannot compose add_remove and replace_one events: convert the add_remove ones "
+            "with event.under_replace_one() first"
+        )
+    return found.pop() if found else None
+
+
 class PrivacyEvent(abc.ABC):
     """An immutable description of one or more noisy releases (base class of all events).
 
@@ -131,6 +174,34 @@ class PrivacyEvent(abc.ABC):
         --------
         >>> list(SelfComposedEvent(ZCDP(0.5), 3).leaves())
         [(ZCDP(rho=0.5), 3)]
+        """
+
+    @property
+    def relation(self) -> Neighbouring | None:
+        """The neighbouring relation of every leaf (``None`` for an empty composition).
+
+        Examples
+        --------
+        >>> SelfComposedEvent(ZCDP(0.5, neighbouring="replace_one"), 2).relation
+        'replace_one'
+        """
+        return _common_relation(leaf.neighbouring for leaf, _ in self.leaves())
+
+    @abc.abstractmethod
+    def under_replace_one(self) -> PrivacyEvent:
+        """The same release's guarantee for replace-one neighbours (itself if it already is).
+
+        Replacing one client is removing it and adding another, so a query's sensitivity under
+        replace-one is at most twice its add/remove sensitivity (triangle inequality); an event
+        without a sensitivity (:class:`ZCDP`) uses zCDP group privacy for groups of 2, ρ → 4ρ
+        (BS16 Prop. 27).
+
+        Examples
+        --------
+        >>> ZCDP(0.5).under_replace_one()
+        ZCDP(rho=2.0)
+        >>> ZCDP(0.5).under_replace_one().relation
+        'replace_one'
         """
 
     @property
@@ -171,6 +242,7 @@ class MechanismEvent(PrivacyEvent):
     """
 
     __slots__ = ()
+    neighbouring: Neighbouring
 
     @abc.abstractmethod
     def renyi_bounds(self) -> tuple[RenyiLine, ...]:
@@ -249,9 +321,23 @@ class ZCDP(MechanismEvent):
     """
 
     rho: float
+    neighbouring: Neighbouring = field(default="add_remove", repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", check_nonnegative("rho", self.rho))
+        object.__setattr__(self, "neighbouring", _check_neighbouring(self.neighbouring))
+
+    def under_replace_one(self) -> ZCDP:
+        """ρ-zCDP for add/remove neighbours is 4ρ-zCDP for replace-one ones (BS16 Prop. 27, k = 2).
+
+        Examples
+        --------
+        >>> ZCDP(0.25).under_replace_one().rho
+        1.0
+        """
+        if self.neighbouring == "replace_one":
+            return self
+        return ZCDP(4.0 * self.rho, neighbouring="replace_one")  # exact: a power of two
 
     def renyi_bounds(self) -> tuple[RenyiLine, ...]:
         """``((0, ρ),)``: ρ-zCDP is D_α ≤ αρ (BS16 Def. 1.1).
@@ -303,9 +389,11 @@ class DiscreteGaussian(MechanismEvent):
     l2_sensitivity: float
     dimension: int = 1
     sampler_tv_bound: float = 0.0
+    neighbouring: Neighbouring = field(default="add_remove", repr=False)
     _bounds: tuple[RenyiLine, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "neighbouring", _check_neighbouring(self.neighbouring))
         object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
         object.__setattr__(
             self, "l2_sensitivity", check_nonnegative("l2_sensitivity", self.l2_sensitivity)
@@ -340,6 +428,20 @@ class DiscreteGaussian(MechanismEvent):
         1e-30
         """
         return self.sampler_tv_bound
+
+    def under_replace_one(self) -> DiscreteGaussian:
+        """The same noise against a replace-one change: Δ₂ doubles (triangle inequality).
+
+        Examples
+        --------
+        >>> DiscreteGaussian(sigma=2.0, l2_sensitivity=1.0).under_replace_one().rho
+        0.5
+        """
+        if self.neighbouring == "replace_one":
+            return self
+        return dataclasses.replace(
+            self, l2_sensitivity=2.0 * self.l2_sensitivity, neighbouring="replace_one"
+        )
 
     def to_dp_accounting(self, *, ignore_sampler_tv: bool = False) -> Any:
         """Return ``dp_accounting.ZCDpEvent(Δ₂²/2σ²)``.
@@ -393,9 +495,11 @@ class DistributedDiscreteGaussian(MechanismEvent):
     l2_sensitivity: float
     dimension: int
     sampler_tv_bound: float = 0.0
+    neighbouring: Neighbouring = field(default="add_remove", repr=False)
     tau: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "neighbouring", _check_neighbouring(self.neighbouring))
         n = check_count("num_clients", self.num_clients, minimum=1)
         sigma = check_positive("sigma", self.sigma)
         if sigma < 0.5:
@@ -496,6 +600,24 @@ class DistributedDiscreteGaussian(MechanismEvent):
         third = (0.0, _round_up(0.5 * (l2 / root_n_sigma + tau * math.sqrt(d)) ** 2))
         return (first, second, third)
 
+    def under_replace_one(self) -> DistributedDiscreteGaussian:
+        """The same noise against a replace-one change: Δ₁ and Δ₂ double (triangle inequality).
+
+        Examples
+        --------
+        >>> event = DistributedDiscreteGaussian(4, 2.0, 2.0, 2.0, 4).under_replace_one()
+        >>> event.l1_sensitivity, event.l2_sensitivity, event.relation
+        (4.0, 4.0, 'replace_one')
+        """
+        if self.neighbouring == "replace_one":
+            return self
+        return dataclasses.replace(
+            self,
+            l1_sensitivity=2.0 * self.l1_sensitivity,
+            l2_sensitivity=2.0 * self.l2_sensitivity,
+            neighbouring="replace_one",
+        )
+
     def total_variation(self) -> float:
         """The clients' noise total-variation bound η.
 
@@ -594,11 +716,27 @@ class DiscreteLaplace(MechanismEvent):
 
     scale: float
     l1_sensitivity: float
+    neighbouring: Neighbouring = field(default="add_remove", repr=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "neighbouring", _check_neighbouring(self.neighbouring))
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
         object.__setattr__(
             self, "l1_sensitivity", check_nonnegative("l1_sensitivity", self.l1_sensitivity)
+        )
+
+    def under_replace_one(self) -> DiscreteLaplace:
+        """The same noise against a replace-one change: Δ₁ doubles (triangle inequality).
+
+        Examples
+        --------
+        >>> DiscreteLaplace(scale=2.0, l1_sensitivity=1.0).under_replace_one().epsilon0
+        1.0
+        """
+        if self.neighbouring == "replace_one":
+            return self
+        return dataclasses.replace(
+            self, l1_sensitivity=2.0 * self.l1_sensitivity, neighbouring="replace_one"
         )
 
     @property
@@ -655,6 +793,23 @@ class ComposedEvent(PrivacyEvent):
             if not isinstance(event, PrivacyEvent):
                 raise TypeError(f"events must be PrivacyEvents; got {type(event).__name__}")
         object.__setattr__(self, "events", events)
+        _common_relation(event.relation for event in events if event.relation is not None)
+
+    def under_replace_one(self) -> ComposedEvent:
+        """Every member under replace-one neighbours.
+
+        Examples
+        --------
+        >>> ComposedEvent((ZCDP(0.25), ZCDP(1.0, neighbouring="replace_one"))).rho
+        Traceback (most recent call last):
+        ...
+        dpquantile.accounting.NeighbouringMismatchError: cannot compose add_remove and \
+replace_one events: convert the add_remove ones with event.under_replace_one() first
+        >>> converted = ZCDP(0.25).under_replace_one()
+        >>> ComposedEvent((converted, ZCDP(1.0, neighbouring="replace_one"))).rho
+        2.0
+        """
+        return ComposedEvent(tuple(event.under_replace_one() for event in self.events))
 
     def leaves(self) -> Iterator[tuple[MechanismEvent, int]]:
         """Yield the leaves of every member.
@@ -698,6 +853,16 @@ class SelfComposedEvent(PrivacyEvent):
         if not isinstance(self.event, PrivacyEvent):
             raise TypeError(f"event must be a PrivacyEvent; got {type(self.event).__name__}")
         object.__setattr__(self, "count", check_count("count", self.count))
+
+    def under_replace_one(self) -> SelfComposedEvent:
+        """The member under replace-one neighbours, ``count`` times.
+
+        Examples
+        --------
+        >>> SelfComposedEvent(ZCDP(0.25), 2).under_replace_one().rho
+        2.0
+        """
+        return SelfComposedEvent(self.event.under_replace_one(), self.count)
 
     def leaves(self) -> Iterator[tuple[MechanismEvent, int]]:
         """Yield the member's leaves with their counts multiplied.
@@ -830,6 +995,12 @@ class ZCDPAccountant:
         if not isinstance(event, PrivacyEvent):
             raise TypeError(f"event must be a PrivacyEvent; got {type(event).__name__}")
         count = check_count("count", count)
+        relation = event.relation
+        if relation is not None and self.relation not in (None, relation):
+            raise NeighbouringMismatchError(
+                f"this history is {self.relation}; the event is {relation}: convert the "
+                "add_remove events with event.under_replace_one() before composing"
+            )
         for leaf, leaf_count in list(event.leaves()):
             self._weights[leaf] = self._weights.get(leaf, 0) + leaf_count * count
         self._cache.clear()
@@ -861,6 +1032,25 @@ class ZCDPAccountant:
         self._linear_rho = _exact_sum(rho_terms)
         self._lines = lines
         self._tv = _exact_sum(tv_terms)
+
+    @property
+    def relation(self) -> Neighbouring | None:
+        """The neighbouring relation of the history (``None`` while it is empty).
+
+        Examples
+        --------
+        >>> accountant = ZCDPAccountant().compose(ZCDP(0.5, neighbouring="replace_one"))
+        >>> accountant.relation
+        'replace_one'
+        >>> accountant.compose(ZCDP(0.5))
+        Traceback (most recent call last):
+        ...
+        dpquantile.accounting.NeighbouringMismatchError: this history is replace_one; the event \
+is add_remove: convert the add_remove events with event.under_replace_one() before composing
+        """
+        for leaf in self._weights:
+            return leaf.neighbouring
+        return None
 
     def copy(self) -> ZCDPAccountant:
         """Return an independent accountant with the same history.

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpquantile._fast_sampler import FastDiscreteGaussian
-from dpquantile.accounting import DistributedDiscreteGaussian
+from dpquantile.accounting import DistributedDiscreteGaussian, Neighbouring
 from dpquantile.histogram import HistogramTree
-from dpquantile.samplers import ExactDiscreteGaussian
+from dpquantile.mechanisms import DistributedDiscreteGaussianMechanism
 from secagg import (
     KeystreamRandom,
+    LazyInputs,
     TooFewSurvivorsError,
     check_headroom,
     required_bits,
@@ -33,16 +33,21 @@ from secagg import (
 from secagg.graph_parameters import secagg_plus_parameters
 from secagg.runner import summed_clients
 
-__all__ = ["QuantileResult", "dp_quantile", "quantile_noise_sigma", "quantile_scale"]
+__all__ = [
+    "QuantileResult",
+    "dp_quantile",
+    "histogram_sensitivities",
+    "quantile_mechanism",
+    "quantile_noise_sigma",
+    "quantile_scale",
+]
 
 logger = logging.getLogger(__name__)
 
 Mechanism = Literal["tree", "flat"]
-Adjacency = Literal["replace_one", "add_remove"]
+Adjacency = Neighbouring  # the neighbouring relation of the histogram's guarantee
 Sampler = Literal["fast", "exact"]
 
-_WRAP_PROBABILITY = 1e-9
-_SIGMA_RELATIVE_PRECISION = 1e-6
 _MIN_GRID_SIGMA = 2.0  # per-client σ in grid units where KLS21's τ is negligible (τ < 1e-7)
 
 
@@ -109,12 +114,21 @@ class QuantileResult:
         return self.rho > self.rho_target * (1 + 1e-12)
 
 
-def _sensitivities(
+def histogram_sensitivities(
     tree: HistogramTree, mechanism: Mechanism, adjacency: Adjacency, scale: int = 1
 ) -> tuple[float, float]:
-    # One client's vector has `scale` at one node per level (L levels; flat: one level).
-    # Removing a client changes L coordinates by s: Δ₁ = sL, Δ₂ = s√L; replacing it changes up
-    # to 2L coordinates (REFERENCES §2, with s = 1).
+    """(Δ₁, Δ₂) of one client's histogram vector, in grid units.
+
+    A client's vector has ``scale`` at one node per level (L levels; flat: one level). Removing
+    a client changes L coordinates by s: Δ₁ = sL, Δ₂ = s√L; replacing it changes up to 2L
+    coordinates (REFERENCES §2, with s = 1).
+
+    Examples
+    --------
+    >>> tree = HistogramTree(8, 0.0, 1.0)  # levels of 8, 4 and 2 nodes
+    >>> histogram_sensitivities(tree, "tree", "add_remove"), tree.levels
+    ((3.0, 1.7320508075688772), 3)
+    """
     levels = tree.levels if mechanism == "tree" else 1
     changed = levels if adjacency == "add_remove" else 2 * levels
     return float(scale * changed), scale * math.sqrt(changed)
@@ -146,7 +160,7 @@ def quantile_scale(
     1
     """
     tree = HistogramTree(bins, 0.0, 1.0, branching)
-    _, l2 = _sensitivities(tree, mechanism, adjacency)
+    _, l2 = histogram_sensitivities(tree, mechanism, adjacency)
     return max(1, math.ceil(_MIN_GRID_SIGMA * math.sqrt(2 * num_clients * rho) / l2))
 
 
@@ -172,69 +186,83 @@ def quantile_noise_sigma(
     >>> round(quantile_noise_sigma(0.5, num_clients=100, bins=64, scale=10), 3)  # 10·√(12/100)
     3.464
     """
+    return quantile_mechanism(
+        rho,
+        num_clients=num_clients,
+        bins=bins,
+        mechanism=mechanism,
+        branching=branching,
+        adjacency=adjacency,
+        scale=scale,
+    ).sigma
+
+
+def quantile_mechanism(
+    rho: float,
+    *,
+    num_clients: int,
+    bins: int,
+    mechanism: Mechanism = "tree",
+    branching: int = 2,
+    adjacency: Adjacency = "replace_one",
+    scale: int = 1,
+    sampler: Sampler = "fast",
+) -> DistributedDiscreteGaussianMechanism:
+    """The distributed discrete Gaussian of a DP histogram of ``num_clients`` clients at ρ.
+
+    The one calibration of the DP quantile (:func:`dp_quantile` and the Flower strategy use it):
+    sensitivities :func:`histogram_sensitivities` for the counts × ``scale``, σ the smallest
+    meeting ρ-zCDP under KLS21 Thm. 1 (with its τ term) if ``num_clients`` contribute.
+
+    Examples
+    --------
+    >>> noise = quantile_mechanism(0.5, num_clients=100, bins=64, scale=10)
+    >>> round(noise.sigma, 3), noise.neighbouring, noise.dimension
+    (3.464, 'replace_one', 126)
+    """
     if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
         raise ValueError(f"scale must be a positive integer; got {scale!r}")
     tree = HistogramTree(bins, 0.0, 1.0, branching)
-    l1, l2 = _sensitivities(tree, mechanism, adjacency, scale)
-    dimension = tree.dimension if mechanism == "tree" else tree.bins
-    if not (isinstance(rho, int | float) and math.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho must be a positive finite float; got {rho!r}")
-
-    def rho_at(sigma: float) -> float:
-        return DistributedDiscreteGaussian(num_clients, sigma, l1, l2, dimension).rho
-
-    low, high = 0.5, 1.0
-    if rho_at(low) <= rho:
-        return low
-    while rho_at(high) > rho:
-        low, high = high, 2 * high
-    while high - low > _SIGMA_RELATIVE_PRECISION * high:
-        middle = (low + high) / 2
-        low, high = (middle, high) if rho_at(middle) > rho else (low, middle)
-    return high
+    l1, l2 = histogram_sensitivities(tree, mechanism, adjacency, scale)
+    return DistributedDiscreteGaussianMechanism.calibrated(
+        rho,
+        planned_survivors=num_clients,
+        l1_sensitivity=l1,
+        l2_sensitivity=l2,
+        dimension=tree.dimension if mechanism == "tree" else tree.bins,
+        neighbouring=adjacency,
+        sampler=sampler,
+    )
 
 
-class _NoisyVectors(Sequence[NDArray[np.int64]]):
-    """Client i's encoding plus its noise, generated on demand (O(d) memory for any n)."""
+class _NoisyVectors(LazyInputs):
+    """Client i's encoding plus its noise, built when read (O(d) memory for any n)."""
 
     def __init__(
         self,
         bin_index: NDArray[np.int64],
         tree: HistogramTree,
         mechanism: Mechanism,
-        noise: FastDiscreteGaussian | ExactDiscreteGaussian,
+        noise: DistributedDiscreteGaussianMechanism,
         *,
         root: KeystreamRandom,
         scale: int,
     ) -> None:
+        super().__init__(int(bin_index.size), tree.dimension if mechanism == "tree" else tree.bins)
         self.bin_index, self.tree, self.mechanism = bin_index, tree, mechanism
         self.noise, self.root, self.scale = noise, root, scale
-        self.dimension = tree.dimension if mechanism == "tree" else tree.bins
 
-    def __len__(self) -> int:
-        return int(self.bin_index.size)
-
-    @overload
-    def __getitem__(self, index: int) -> NDArray[np.int64]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[NDArray[np.int64]]: ...
-    def __getitem__(self, index: int | slice) -> NDArray[np.int64] | list[NDArray[np.int64]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        i = range(len(self))[index]
-        vector = self.noise.sample(self.dimension, rng=self.root.spawn(b"noise/%d" % i))
-        level_offset = 0
-        j = int(self.bin_index[i])
+    def row(self, index: int) -> NDArray[np.int64]:
+        vector = self.noise.noise(self.root.spawn(b"noise/%d" % index))
+        j = int(self.bin_index[index])
         if self.mechanism == "flat":
             vector[j] += self.scale
             return vector
+        level_offset = 0
         for size in self.tree.level_sizes:
             vector[level_offset + j // (self.tree.bins // size)] += self.scale
             level_offset += size
         return vector
-
-    def __iter__(self) -> Iterator[NDArray[np.int64]]:
-        return (self[i] for i in range(len(self)))
 
 
 def dp_quantile(
@@ -304,7 +332,8 @@ def dp_quantile(
         :func:`secagg.graph_parameters.secagg_plus_parameters`; ``None`` is the complete graph.
     modulus_bits
         b of M = 2^b; default the smallest for which the noisy sum wraps with probability
-        ≤ 1e-9. A smaller value raises :class:`secagg.HeadroomError`.
+        ≤ 2^-40 (:data:`dpquantile.TAIL_FAILURE_PROBABILITY`). A smaller value raises
+        :class:`secagg.HeadroomError`.
     adjacency
         ``"replace_one"`` (the number of clients is public; default) or ``"add_remove"``.
     sampler
@@ -358,20 +387,15 @@ def dp_quantile(
     shape = {"bins": bins, "mechanism": mechanism, "branching": branching, "adjacency": adjacency}
     if scale is None:
         scale = quantile_scale(rho, num_clients=planned, **shape)  # type: ignore[arg-type]
-    sigma = quantile_noise_sigma(
+    noise = quantile_mechanism(
         rho,
         num_clients=planned,
         scale=scale,
+        sampler=sampler,
         **shape,  # type: ignore[arg-type]
     )
-    l1, l2 = _sensitivities(tree, mechanism, adjacency, scale)
-    dimension = tree.dimension if mechanism == "tree" else tree.bins
-    noise: FastDiscreteGaussian | ExactDiscreteGaussian = (
-        FastDiscreteGaussian(sigma) if sampler == "fast" else ExactDiscreteGaussian(sigma)
-    )
-    # The sum of n clients' noise is nσ²-subgaussian (the discrete Gaussian is σ²-subgaussian,
-    # CKS20): P[|S| > T] ≤ 2·exp(−T²/(2nσ²)), union over the coordinates.
-    noise_bound = math.ceil(sigma * math.sqrt(2 * n * math.log(2 * dimension / _WRAP_PROBABILITY)))
+    sigma, dimension = noise.sigma, noise.dimension
+    noise_bound = noise.tail_bound(n)  # the sum wraps with probability ≤ 2^-40
     needed = required_bits(n, scale, noise_bound)
     bits = needed if modulus_bits is None else int(modulus_bits)
     check_headroom(n, scale, bits, noise_bound)
@@ -412,14 +436,7 @@ def dp_quantile(
         released = _centered_modulo(total, bits)  # what the secure sum would return
         survivors = len(members)
 
-    event = DistributedDiscreteGaussian(
-        num_clients=survivors,
-        sigma=sigma,
-        l1_sensitivity=l1,
-        l2_sensitivity=l2,
-        dimension=dimension,
-        sampler_tv_bound=survivors * dimension * noise.tv_bound,
-    )
+    event = noise.event(survivors)
     if event.rho > rho:
         logger.warning(
             "only %d of the %d planned clients survived: the release is %.4g-zCDP, not %.4g",

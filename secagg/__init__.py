@@ -23,6 +23,7 @@ from secagg.errors import (
 )
 from secagg.graph import CommunicationGraph, build_graph
 from secagg.identity import IdentityKey, TrustStore, generate_identities
+from secagg.inputs import LazyInputs
 from secagg.messages import (
     AdvertiseKeys,
     ConsistencyRequest,
@@ -66,6 +67,7 @@ __all__ = [
     "IterationRequest",
     "KeyDirectory",
     "KeystreamRandom",
+    "LazyInputs",
     "LocalProtocolError",
     "MaskedInput",
     "Message",

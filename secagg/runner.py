@@ -20,6 +20,7 @@ from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
 from secagg.errors import LocalProtocolError, ProtocolError, RemoteProtocolError
 from secagg.identity import IdentityKey, TrustStore, generate_identities
+from secagg.inputs import LazyInputs
 from secagg.messages import (
     AdvertiseKeys,
     ConsistencySignature,
@@ -328,11 +329,19 @@ def _check_inputs(
     members: Iterable[int],
 ) -> None:
     """Validate every member's input before any cryptography runs. Inputs are only indexed,
-    never copied into a list, so a lazy sequence keeps the caller's memory O(d)."""
+    never copied into a list; a :class:`LazyInputs` is not read here (only its length and
+    dimension are checked): each of its rows is built once, when its client masks it."""
     if isinstance(inputs, np.ndarray) and inputs.ndim != 2:
         raise ValueError(f"an input array must be 2-D (clients × dimension); got {inputs.shape}")
     if len(inputs) != n:
         raise ValueError(f"expected one input per client ({n}); got {len(inputs)}")
+    if isinstance(inputs, LazyInputs):
+        if inputs.dimension != config.dimension:
+            raise ValueError(
+                f"the lazy inputs have dimension {inputs.dimension}; this session sums vectors "
+                f"of dimension {config.dimension}"
+            )
+        return
     for i in members:
         vector = config.ring.check(inputs[i])
         if vector.size != config.dimension:
@@ -340,6 +349,18 @@ def _check_inputs(
                 f"input {i} has shape {vector.shape}; every input must be 1-D of length "
                 f"{config.dimension}"
             )
+
+
+def _give_input(
+    client: Client, inputs: Sequence[ArrayLike] | NDArray[np.integer], index: int
+) -> None:
+    """Hand client ``index`` its input — the only read of that input in this sum."""
+    try:
+        client.set_input(inputs[index])
+    except (TypeError, ValueError) as error:
+        if not isinstance(inputs, LazyInputs):
+            raise  # validated up front: not reached
+        raise type(error)(f"input {index}: {error}") from error
 
 
 class Session:
@@ -556,7 +577,7 @@ class Session:
                 client = self._clients[u]
                 if not gone(u, phase) and client.state is not ClientState.ABORTED:
                     if phase == Phase.MASKED_INPUT.value:
-                        client.set_input(inputs[u - 1])
+                        _give_input(client, inputs, u - 1)
                     replies = net.to_client(message, phase)
                     outbox.extend(net.to_server(replies, phase, u))
                 report(phase, done, len(inbox))
@@ -609,7 +630,8 @@ def secure_sum(
     Parameters
     ----------
     inputs
-        n integer vectors of one length d (or an (n, d) integer array), values in [-M/2, M).
+        n integer vectors of one length d (or an (n, d) integer array), values in [-M/2, M);
+        or a :class:`~secagg.LazyInputs`, whose rows are built once each, when read.
     modulus_bits
         b, with M = 2^b (1 ≤ b ≤ 64).
     threshold
@@ -660,7 +682,7 @@ def secure_sum(
     n = len(inputs)
     if n < 2:
         raise ValueError(f"a secure sum needs at least 2 clients; got {n}")
-    first_shape = np.shape(inputs[0])
+    first_shape = (inputs.dimension,) if isinstance(inputs, LazyInputs) else np.shape(inputs[0])
     if len(first_shape) != 1 or first_shape[0] == 0:
         raise ValueError(f"input 0 has shape {first_shape}; inputs must be non-empty 1-D vectors")
     session = Session(

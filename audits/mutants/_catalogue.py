@@ -170,12 +170,12 @@ def _factor_two_dropped() -> contextlib.AbstractContextManager[None]:
 
 def _histogram_budget_not_split() -> contextlib.AbstractContextManager[None]:
     """The DP quantile charges one tree level: Δ₂ = s√2 instead of s√(2L)."""
-    original = quantile._sensitivities
+    original = quantile.histogram_sensitivities
 
-    def _sensitivities(tree: Any, mechanism: Any, adjacency: Any, scale: int = 1) -> Any:
+    def histogram_sensitivities(tree: Any, mechanism: Any, adjacency: Any, scale: int = 1) -> Any:
         return original(tree, "flat", adjacency, scale)
 
-    return _patched((vars(quantile), "_sensitivities", _sensitivities))
+    return _patched((vars(quantile), "histogram_sensitivities", histogram_sensitivities))
 
 
 def _noise_not_compensated() -> contextlib.AbstractContextManager[None]:
@@ -211,7 +211,7 @@ def _noise_skipped() -> contextlib.AbstractContextManager[None]:
     original = secure_average._client_row
 
     def _client_row(clients: Any, index: int, plan: Any, bounds: Any, root: Any) -> Any:
-        return original(clients, index, dataclasses.replace(plan, sampler=None), bounds, root)
+        return original(clients, index, dataclasses.replace(plan, mechanism=None), bounds, root)
 
     return _patched((vars(secure_average), "_client_row", _client_row))
 

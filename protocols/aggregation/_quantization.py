@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 from dpquantile import (
     MAX_FAST_SIGMA,
-    DistributedDiscreteGaussian,
+    DistributedDiscreteGaussianMechanism,
     FastDiscreteGaussian,
     kls21_sensitivities,
+    noise_tail_bound,
+    sigma_for_rho,
 )
 from secagg import HeadroomError, Quantizer, required_bits
 
-# Noise headroom fails (a sum wraps) with probability at most 2^-40 per secure sum.
-_TAIL_LOG2 = 40
 # Float64 resolves the stochastic-rounding grid only while |x·scale| <= 2^52 (secagg.Quantizer).
 _MAX_SCALED = float(2**52)
 
@@ -31,22 +31,26 @@ class QuantizationPlan:
     ----------
     quantizer
         Clip ±B·c and scale s shared by every client.
-    sampler
-        Each client's N_ℤ(0, σ²) sampler (grid units), or ``None`` without noise.
+    mechanism
+        The clients' distributed discrete Gaussian (add/remove neighbours; grid units), or
+        ``None`` without noise.
     noise_bound
-        |noise in the sum of all n clients| ≤ noise_bound except with probability 2^-40.
-    tail_factor
-        t of that bound (noise_bound = ⌈t·σ·√n⌉).
-    l1_sensitivity, l2_sensitivity
-        KLS21 sensitivities of the released integer vector (0 without noise).
+        |noise in the sum of all n clients| ≤ noise_bound except with probability 2^-40
+        (``mechanism.tail_bound(n)``; 0 without noise).
     """
 
     quantizer: Quantizer
-    sampler: FastDiscreteGaussian | None
+    mechanism: DistributedDiscreteGaussianMechanism | None
     noise_bound: int
-    tail_factor: float
-    l1_sensitivity: float
-    l2_sensitivity: float
+
+    @property
+    def sampler(self) -> FastDiscreteGaussian | None:
+        """Each client's N_ℤ(0, σ²) sampler, or ``None`` without noise."""
+        if self.mechanism is None:
+            return None
+        sampler = self.mechanism.noise_sampler
+        assert isinstance(sampler, FastDiscreteGaussian)
+        return sampler
 
 
 def _quantizer(magnitude: float, scale: float) -> Quantizer:
@@ -62,33 +66,6 @@ def _scale_for(magnitude: float, max_abs: int) -> float:
     while math.ceil(magnitude * scale) > max_abs:
         scale = math.nextafter(scale, 0.0)
     return scale
-
-
-def _tail_factor(dimension: int) -> float:
-    """t with 2·D·exp(−t²/2) = 2^-40: union bound over D σ²-subgaussian sums (CKS20 Cor. 9)."""
-    return math.sqrt(2.0 * (math.log(2.0 * dimension) + _TAIL_LOG2 * math.log(2.0)))
-
-
-def _sigma_for_rho(rho: float, clients: int, l1: float, l2: float, dimension: int) -> float:
-    """The smallest grid σ (to 1e-9 relative) whose KLS21 event has ρ ≤ ``rho``."""
-
-    def achieved(sigma: float) -> float:
-        return DistributedDiscreteGaussian(clients, sigma, l1, l2, dimension).rho
-
-    # ρ ≥ Δ₂²/(2nσ²) on every KLS21 line, so this σ is a lower bound (KLS21 Thm. 1).
-    low = max(0.5, l2 / math.sqrt(2.0 * clients * rho))
-    if achieved(low) <= rho:
-        return low
-    high = 2.0 * low
-    while achieved(high) > rho:
-        low, high = high, 2.0 * high
-    while high - low > 1e-9 * high:
-        middle = 0.5 * (low + high)
-        if achieved(middle) <= rho:
-            high = middle
-        else:
-            low = middle
-    return high
 
 
 @functools.lru_cache(maxsize=256)
@@ -121,20 +98,26 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
         )
     s_max = _scale_for(magnitude, largest)
     if noise_rho is None and noise_sigma is None:
-        return QuantizationPlan(_quantizer(magnitude, s_max), None, 0, 0.0, 0.0, 0.0)
+        return QuantizationPlan(_quantizer(magnitude, s_max), None, 0)
 
-    tail = _tail_factor(dimension)
 
     def sigma_at(scale: float) -> tuple[float, float, float]:
         l1, l2 = kls21_sensitivities(l2_norm, 1.0 / scale, dimension, beta=None)
         if noise_sigma is not None:
             return noise_sigma * scale, l1, l2
         assert noise_rho is not None
-        return _sigma_for_rho(noise_rho, planned_survivors, l1, l2, dimension), l1, l2
+        sigma = sigma_for_rho(
+            noise_rho,
+            clients=planned_survivors,
+            l1_sensitivity=l1,
+            l2_sensitivity=l2,
+            dimension=dimension,
+        )
+        return sigma, l1, l2
 
     def need(scale: float) -> tuple[bool, int, int, float]:
         sigma = sigma_at(scale)[0]
-        noise_bound = math.ceil(tail * sigma * math.sqrt(num_clients))
+        noise_bound = noise_tail_bound(sigma, num_clients, dimension)
         max_abs = _quantizer(magnitude, scale).max_abs
         fits = num_clients * max_abs + noise_bound <= budget and sigma <= MAX_FAST_SIGMA
         return fits, max_abs, noise_bound, sigma
@@ -165,12 +148,9 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
             f"noise σ = {noise_sigma} is below half a quantisation step (1/{scale:.4g}) even on "
             "the finest grid; KLS21's bound needs σ ≥ 1/2 grid unit: raise sigma or bits"
         )
-    _, _, noise_bound, _ = need(scale)
+    mechanism = DistributedDiscreteGaussianMechanism(
+        sigma, l1, l2, dimension, planned_survivors, "add_remove", "fast"
+    )
     return QuantizationPlan(
-        _quantizer(magnitude, scale),
-        FastDiscreteGaussian(sigma),
-        noise_bound,
-        tail,
-        l1,
-        l2,
+        _quantizer(magnitude, scale), mechanism, mechanism.tail_bound(num_clients)
     )

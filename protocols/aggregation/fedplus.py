@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args, overload
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -45,6 +45,7 @@ from protocols.aggregation.secure_average import (
 )
 from secagg import (
     KeystreamRandom,
+    LazyInputs,
     Quantizer,
     Ring,
     TooFewSurvivorsError,
@@ -242,8 +243,8 @@ class CoordinateAverageResult:
         return result
 
 
-class _CoordinateRows(Sequence[NDArray[np.uint64]]):
-    """Ring vectors [βₖ ⊙ wₖ ; c·βₖ] of the participants, quantised when the runner asks."""
+class _CoordinateRows(LazyInputs):
+    """Ring vectors [βₖ ⊙ wₖ ; c·βₖ] of the participants, quantised when the runner reads them."""
 
     def __init__(
         self,
@@ -253,21 +254,13 @@ class _CoordinateRows(Sequence[NDArray[np.uint64]]):
         root: KeystreamRandom,
         ring: Ring,
     ) -> None:
+        super().__init__(int(participants.size), int(rows.shape[1]))
         self._rows, self._participants, self._root = rows, participants, root
         self._quantizer = quantizer
         self._mask = np.uint64(ring.word_mask)
         self._dtype = ring.dtype
 
-    def __len__(self) -> int:
-        return int(self._participants.size)
-
-    @overload
-    def __getitem__(self, index: int) -> NDArray[np.uint64]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[NDArray[np.uint64]]: ...
-    def __getitem__(self, index: int | slice) -> NDArray[np.uint64] | list[NDArray[np.uint64]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def row(self, index: int) -> NDArray[np.uint64]:
         client = int(self._participants[index])
         values = self._quantizer.quantize(
             self._rows[client], rng=self._root.spawn(b"round/%d" % client)
@@ -287,6 +280,8 @@ def secure_coordinate_average(
     threshold: int | None = None,
     dropouts: Mapping[str, Iterable[int]] | None = None,
     secure: bool = True,
+    threat_model: str = "malicious",
+    settings: AverageSettings | None = None,
 ) -> CoordinateAverageResult:
     """Σₖβₖ ⊙ wₖ and Σₖβₖ (vectors) through one secure sum: a per-coordinate weighted average.
 
@@ -314,6 +309,13 @@ def secure_coordinate_average(
         As for :func:`secagg.secure_sum` (dropouts in the caller's client indices).
     secure
         ``False``: the same sums in exact plain numpy.
+    threat_model
+        Of the secure sum (:class:`secagg.ThreatModel`).
+    settings
+        ``bits``, ``clip`` (here per coordinate), ``neighbors``, ``threshold`` and
+        ``threat_model`` as an :class:`AverageSettings` (those options left at their defaults).
+        Settings this path cannot honour are refused: noise, ``max_effective_weight`` (no
+        per-coordinate certificate exists) and ``quantize=True`` on the plain path.
 
     Returns
     -------
@@ -332,6 +334,26 @@ def secure_coordinate_average(
     >>> np.round(result.average(np.zeros(2)), 6).tolist(), result.survivors
     ([1.0, 20.0], (0, 1, 2))
     """
+    if settings is not None:
+        if not isinstance(settings, AverageSettings):
+            raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
+        given = (bits, clip, neighbors, threshold, threat_model)
+        if given != (32, None, None, None, "malicious"):
+            raise ValueError(
+                "give settings or the individual options (bits, clip, neighbors, threshold, "
+                "threat_model), not both"
+            )
+        if settings.noise is not None:
+            raise ValueError("secure_coordinate_average adds no noise: settings.noise must be None")
+        if settings.max_effective_weight is not None:
+            raise ValueError(
+                "secure_coordinate_average cannot certify max_effective_weight (no per-coordinate "
+                "certificate): settings.max_effective_weight must be None"
+            )
+        if settings.quantize and not secure:
+            raise ValueError("secure_coordinate_average's plain path is exact: quantize=True")
+        bits, clip, neighbors = settings.bits, settings.clip, settings.neighbors
+        threshold, threat_model = settings.threshold, settings.threat_model
     matrix = as_matrix(vectors)
     n, d = matrix.shape
     beta = np.asarray(weights, dtype=np.float64)
@@ -367,7 +389,9 @@ def secure_coordinate_average(
     m = participants.size
     threshold = threshold or default_threshold(m, neighbors)
     completes, why = (
-        plain_outcome(m, local_dropouts, threshold=threshold, neighbors=neighbors)
+        plain_outcome(
+            m, local_dropouts, threshold=threshold, neighbors=neighbors, threat_model=threat_model
+        )
         if m >= 2
         else (False, "fewer than 2 clients")
     )
@@ -396,6 +420,7 @@ def secure_coordinate_average(
             neighbors=neighbors,
             dropouts=local_dropouts,
             seed=sum_seed,
+            threat_model=threat_model,
         )
         survivors_local = np.asarray(result.survivors, dtype=np.intp)
         total = result.centered().astype(np.float64) / plan.quantizer.scale
@@ -755,15 +780,11 @@ def _mean_only(
     result = secure_weighted_average(
         matrix,
         alpha,
-        bits=settings.bits,
-        clip=settings.clip,
+        settings=settings,
         weight_cap=weight_cap,
         seed=seed,
-        neighbors=settings.neighbors,
-        threshold=settings.threshold,
         dropouts=dropouts,
         secure=secure,
-        quantize=settings.quantize,
     )
     upload = 0 if result.secure_sum is None else sum(result.secure_sum.upload_bytes.values())
     return FedPlusAggregate(
@@ -813,12 +834,9 @@ def _coordinate_iteration(
         return secure_coordinate_average(
             matrix,
             beta,
-            bits=settings.bits,
-            clip=settings.clip,
+            settings=settings,
             weight_cap=cap,
             seed=call_seed,
-            neighbors=settings.neighbors,
-            threshold=settings.threshold,
             dropouts=dropouts,
             secure=secure,
         )

@@ -615,15 +615,9 @@ def one_step_rfa(
     return secure_weighted_average(
         matrix,
         beta,
-        bits=settings.bits,
-        clip=clip,
+        settings=dataclasses.replace(settings, clip=clip),
         weight_cap=cap / nu,
         seed=seed,
-        noise=settings.noise,
-        neighbors=settings.neighbors,
-        threshold=settings.threshold,
         dropouts=dropouts,
-        max_effective_weight=settings.max_effective_weight,
         secure=secure,
-        quantize=settings.quantize,
     )

@@ -20,7 +20,6 @@ import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -33,6 +32,7 @@ from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from secagg import (
     KeystreamRandom,
+    LazyInputs,
     LocalProtocolError,
     Phase,
     Ring,
@@ -235,6 +235,9 @@ class AverageSettings:
             )
         if self.quantize is not None and not isinstance(self.quantize, bool):
             raise TypeError(f"quantize must be a bool or None; got {type(self.quantize).__name__}")
+
+
+_DEFAULT_SETTINGS = AverageSettings()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -492,17 +495,14 @@ def _client_row(
     row[d] = auxiliary * beta
     row[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[index] / bounds
     values = plan.quantizer.quantize(row, rng=root.spawn(b"round/%d" % index))
-    if plan.sampler is not None:
-        values += plan.sampler.sample(row.size, rng=root.spawn(b"noise/%d" % index))
+    if plan.mechanism is not None:
+        values += plan.mechanism.noise(root.spawn(b"noise/%d" % index))
     return values
 
 
-class _RingInputs(Sequence[NDArray[np.uint64]]):
-    """The participants' ring vectors, computed when the runner asks (O(d) memory, not O(n·d)).
-
-    Each client's rounding and noise streams are derived from (seed, client), so asking twice
-    (the runner validates, then masks) yields the same vector.
-    """
+class _RingInputs(LazyInputs):
+    """The participants' ring vectors, built when the runner reads them (O(d) memory, not
+    O(n·d)); the runner reads each client's row once per secure sum."""
 
     def __init__(
         self,
@@ -514,24 +514,15 @@ class _RingInputs(Sequence[NDArray[np.uint64]]):
         *,
         by_client: bool = False,
     ) -> None:
+        # by_client: indexed by client (a session's index space), else by participant.
+        count = clients.matrix.shape[0] if by_client else clients.participants.size
+        super().__init__(int(count), clients.matrix.shape[1] + 1 + bounds.size)
         self._clients, self._plan, self._bounds, self._root = clients, plan, bounds, root
         self._mask = np.uint64(ring.word_mask)
         self._dtype = ring.dtype
-        # by_client: indexed by client (a session's index space), else by participant.
         self._by_client = by_client
 
-    def __len__(self) -> int:
-        if self._by_client:
-            return int(self._clients.matrix.shape[0])
-        return int(self._clients.participants.size)
-
-    @overload
-    def __getitem__(self, index: int) -> NDArray[np.uint64]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[NDArray[np.uint64]]: ...
-    def __getitem__(self, index: int | slice) -> NDArray[np.uint64] | list[NDArray[np.uint64]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def row(self, index: int) -> NDArray[np.uint64]:
         client = index if self._by_client else int(self._clients.participants[index])
         values = _client_row(self._clients, client, self._plan, self._bounds, self._root)
         # Two's-complement residue modulo 2^b (the centred value is recovered after the sum).
@@ -725,23 +716,10 @@ def _run(
     event: DistributedDiscreteGaussian | None = None
     planned_rho: float | None = None
     weight_lower = weight_sum
-    if plan is not None and plan.sampler is not None:
-        sampler, survived = plan.sampler, len(survivors)
-        event = DistributedDiscreteGaussian(
-            num_clients=survived,
-            sigma=sampler.sigma,
-            l1_sensitivity=plan.l1_sensitivity,
-            l2_sensitivity=plan.l2_sensitivity,
-            dimension=dimension,
-            sampler_tv_bound=survived * dimension * sampler.tv_bound,
-        )
-        planned_rho = DistributedDiscreteGaussian(
-            num_clients=planned_survivors,
-            sigma=sampler.sigma,
-            l1_sensitivity=plan.l1_sensitivity,
-            l2_sensitivity=plan.l2_sensitivity,
-            dimension=dimension,
-        ).rho
+    if plan is not None and plan.mechanism is not None:
+        mechanism, survived = plan.mechanism, len(survivors)
+        event = mechanism.event(survived)
+        planned_rho = mechanism.planned_rho
         if survived < planned_survivors:
             logger.warning(
                 "noise was planned for %d survivors but only %d survived: ρ delivered %.4g "
@@ -751,8 +729,8 @@ def _run(
                 event.rho,
                 planned_rho,
             )
-        # The weight coordinate's noise is ≤ t·σ·√|U| grid units except w.p. 2^-40.
-        weight_noise = plan.tail_factor * sampler.sigma * math.sqrt(survived)
+        # The weight coordinate's noise is within this many grid units except w.p. 2^-40.
+        weight_noise = mechanism.tail_bound(survived)
         weight_lower = weight_sum - weight_noise / (plan.quantizer.scale * auxiliary)
     certified = 1.0 if weight_lower <= 0 else min(1.0, clients.weight_cap / weight_lower)
     true_weights = clients.weights[list(survivors)]
@@ -816,6 +794,7 @@ def secure_weighted_average(
     secure: bool = True,
     quantize: bool | None = None,
     threat_model: str = "malicious",
+    settings: AverageSettings | None = None,
 ) -> AverageResult:
     """Σβᵢwᵢ / Σβᵢ over the surviving clients through one secure sum (RFA's secure average oracle).
 
@@ -855,6 +834,11 @@ def secure_weighted_average(
         secure path's quantisation.
     quantize, threat_model
         See :class:`AverageSettings`.
+    settings
+        All of ``bits``, ``clip``, ``noise``, ``neighbors``, ``threshold``,
+        ``max_effective_weight``, ``quantize`` and ``threat_model`` at once, as an
+        :class:`AverageSettings` (the way every aggregation built on this one passes them);
+        those options must then be left at their defaults.
 
     Returns
     -------
@@ -881,7 +865,7 @@ def secure_weighted_average(
     >>> bool(np.abs(exact.average - result.average).max() < 1e-6)
     True
     """
-    settings = AverageSettings(
+    options = AverageSettings(
         bits=bits,
         clip=clip,
         noise=noise,
@@ -891,6 +875,15 @@ def secure_weighted_average(
         quantize=quantize,
         threat_model=threat_model,
     )
+    if settings is None:
+        settings = options
+    elif not isinstance(settings, AverageSettings):
+        raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
+    elif options != _DEFAULT_SETTINGS:
+        raise ValueError(
+            "give settings or the individual options (bits, clip, noise, neighbors, threshold, "
+            "max_effective_weight, quantize, threat_model), not both"
+        )
     return _run(
         vectors,
         weights,
@@ -1090,7 +1083,7 @@ class SecureAverageSession:
 
     def _sum(
         self,
-        inputs: Sequence[NDArray[np.uint64]] | None,
+        inputs: LazyInputs | None,
         dropouts: Mapping[str, Iterable[int]],
         iterate: bytes,
     ) -> tuple[tuple[int, ...], SecureSumResult | None]:

@@ -17,6 +17,7 @@ tail is empty, what that costs) are in ``superquantile_notes.md`` beside this mo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -437,17 +438,11 @@ def superquantile_aggregate(
         return secure_weighted_average(
             sub_matrix,
             beta,
-            bits=settings.bits,
-            clip=settings.clip,
+            settings=dataclasses.replace(settings, quantize=True) if plain_event_only else settings,
             weight_cap=weight_cap,
             seed=seed,
-            noise=settings.noise,
-            neighbors=settings.neighbors,
-            threshold=settings.threshold,
             dropouts=local_dropouts,
-            max_effective_weight=settings.max_effective_weight,
             secure=secure and not plain_event_only,
-            quantize=True if plain_event_only else settings.quantize,
         )
 
     def to_caller(local: Iterable[int]) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ import math
 import sys
 from typing import Any
 
-from dpquantile._fast_sampler import FastDiscreteGaussian
+from dpquantile import FastDiscreteGaussian
 from dpquantile.accounting import (
     DiscreteGaussian,
     DistributedDiscreteGaussian,
@@ -18,35 +18,9 @@ from dpquantile.accounting import (
     ZCDPAccountant,
     kls21_sensitivities,
 )
+from protocols.cli._arguments import positive_float, positive_int, probability
 
 __all__ = ["register", "run"]
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
-
-
-def _probability(text: str) -> float:
-    value = _positive_float(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -73,37 +47,37 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--sigma",
-        type=_positive_float,
+        type=positive_float,
         required=True,
         help="noise sigma per release (per client with --clients); grid units "
         "unless --granularity is given",
     )
     parser.add_argument(
         "--sensitivity",
-        type=_positive_float,
+        type=positive_float,
         required=True,
         help="L2 sensitivity (with --granularity: the L2 clipping norm c)",
     )
     parser.add_argument(
         "--clients",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="number n of clients each adding noise (KLS21); needs --dim",
     )
     parser.add_argument(
-        "--dim", type=_positive_int, default=None, help="dimension d of each release"
+        "--dim", type=positive_int, default=None, help="dimension d of each release"
     )
-    parser.add_argument("--rounds", type=_positive_int, required=True, help="number T of releases")
-    parser.add_argument("--delta", type=_probability, required=True, help="target delta in (0, 1)")
+    parser.add_argument("--rounds", type=positive_int, required=True, help="number T of releases")
+    parser.add_argument("--delta", type=probability, required=True, help="target delta in (0, 1)")
     parser.add_argument(
         "--l1-sensitivity",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="L1 sensitivity for --clients (default Δ₂·min(√d, Δ₂), KLS21)",
     )
     parser.add_argument(
         "--granularity",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="grid step gamma: sigma and sensitivity are then in model units and "
         "the sum is scaled by 1/gamma with conditional randomized rounding "
@@ -111,7 +85,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--beta",
-        type=_probability,
+        type=probability,
         default=math.exp(-0.5),
         help="conditional-rounding beta for --granularity (default exp(-0.5))",
     )

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from protocols.cli._sum import _positive
+from protocols.cli._arguments import positive_int
 from secagg.identity import write_identities
 
 __all__ = ["register", "run"]
@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
             "aggregation server)."
         ),
     )
-    parser.add_argument("--clients", type=_positive, required=True, help="client ids 1..N")
+    parser.add_argument("--clients", type=positive_int, required=True, help="client ids 1..N")
     parser.add_argument("--out", type=Path, required=True, help="directory to write into")
     parser.add_argument(
         "--seed",

@@ -4,34 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from typing import Any
 
 import numpy as np
 
 from dpquantile import ZCDPAccountant, dp_quantile, rho_for_epsilon
-from protocols.cli._progress import ProgressBar
+from protocols.cli._arguments import positive_float, probability
+from protocols.cli.progress import ProgressBar
 from secagg import HeadroomError, TooFewSurvivorsError
 
 __all__ = ["register", "run"]
 
 # Built-in distributions and their default histogram ranges (the Δ-FL paper's two setups).
 _DISTRIBUTIONS = {"chi2": (0.0, 16.0), "uniform": (0.0, 1.0)}
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number; got {text}")
-    return value
-
-
-def _level(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1); got {text}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -47,13 +33,13 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("--clients", type=int, default=512, help="number of clients n")
-    parser.add_argument("--q", type=_level, default=0.9, help="quantile level in (0, 1)")
+    parser.add_argument("--q", type=probability, default=0.9, help="quantile level in (0, 1)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument(
-        "--epsilon", type=_positive_float, default=1.0, help="privacy: (ε, δ)-DP at --delta"
+        "--epsilon", type=positive_float, default=1.0, help="privacy: (ε, δ)-DP at --delta"
     )
     budget.add_argument(
-        "--rho", type=_positive_float, default=None, help="privacy: ρ-zCDP (instead of --epsilon)"
+        "--rho", type=positive_float, default=None, help="privacy: ρ-zCDP (instead of --epsilon)"
     )
     parser.add_argument("--bins", type=int, default=64, help="histogram bins (a power of 2)")
     parser.add_argument("--mechanism", choices=["tree", "flat"], default="tree")
@@ -69,7 +55,9 @@ def register(subparsers: Any) -> None:
         default=True,
         help="run the real secure sum (default) or only add the identical noise",
     )
-    parser.add_argument("--delta", type=_level, default=1e-5, help="δ of the (ε, δ)-DP guarantee")
+    parser.add_argument(
+        "--delta", type=probability, default=1e-5, help="δ of the (ε, δ)-DP guarantee"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=run)

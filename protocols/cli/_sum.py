@@ -6,20 +6,21 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.cli._progress import ProgressBar
-from secagg import Phase, Ring, Session, ThreatModel, TooFewSurvivorsError
+from protocols.cli._arguments import fraction, positive_int
+from protocols.cli.progress import ProgressBar
+from secagg import LazyInputs, Phase, Ring, Session, ThreatModel, TooFewSurvivorsError
 from secagg.graph_parameters import secagg_plus_parameters
 
 __all__ = ["SyntheticInputs", "register", "run"]
 
 
-class SyntheticInputs(Sequence[NDArray[np.uint64]]):
+class SyntheticInputs(LazyInputs):
     """n uniform ring vectors, each generated on demand from (seed, index): O(d) memory.
 
     Examples
@@ -30,40 +31,13 @@ class SyntheticInputs(Sequence[NDArray[np.uint64]]):
     """
 
     def __init__(self, clients: int, dimension: int, *, bits: int, seed: int) -> None:
-        self.clients, self.dimension, self.bits, self.seed = clients, dimension, bits, seed
+        super().__init__(clients, dimension)
+        self.clients, self.bits, self.seed = clients, bits, seed
 
-    def __len__(self) -> int:
-        return self.clients
-
-    @overload
-    def __getitem__(self, index: int) -> NDArray[np.uint64]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[NDArray[np.uint64]]: ...
-    def __getitem__(self, index: int | slice) -> NDArray[np.uint64] | list[NDArray[np.uint64]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self.clients))]
-        if not -self.clients <= index < self.clients:
-            raise IndexError(index)
-        rng = np.random.default_rng([self.seed, index % self.clients])
+    def row(self, index: int) -> NDArray[np.uint64]:
+        rng = np.random.default_rng([self.seed, index])
         high = np.iinfo(np.uint64).max if self.bits == 64 else (1 << self.bits) - 1
         return rng.integers(0, high, size=self.dimension, dtype=np.uint64, endpoint=True)
-
-    def __iter__(self) -> Iterator[NDArray[np.uint64]]:
-        return (self[i] for i in range(self.clients))
-
-
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in [0, 1); got {text}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -77,10 +51,10 @@ def register(subparsers: Any) -> None:
             "plaintext sum of the surviving clients."
         ),
     )
-    parser.add_argument("--clients", type=_positive, default=100, help="number of clients n")
-    parser.add_argument("--dim", type=_positive, default=1000, help="vector dimension d")
+    parser.add_argument("--clients", type=positive_int, default=100, help="number of clients n")
+    parser.add_argument("--dim", type=positive_int, default=1000, help="vector dimension d")
     parser.add_argument(
-        "--dropout", type=_fraction, default=0.1, help="fraction of clients that drop out"
+        "--dropout", type=fraction, default=0.1, help="fraction of clients that drop out"
     )
     parser.add_argument(
         "--dropout-phase",
@@ -100,11 +74,11 @@ def register(subparsers: Any) -> None:
         help="SecAgg+ degree k (even), or 'auto' to choose k and t for the dropout rate; "
         "default: complete graph (SecAgg)",
     )
-    parser.add_argument("--threshold", type=_positive, default=None, help="Shamir threshold t")
+    parser.add_argument("--threshold", type=positive_int, default=None, help="Shamir threshold t")
     parser.add_argument("--bits", type=int, default=32, help="modulus bits b (M = 2^b)")
     parser.add_argument(
         "--sums",
-        type=_positive,
+        type=positive_int,
         default=1,
         help="run a session of this many sums over one key setup (secagg.Session; the "
         "dropouts happen in the first, each further sum gets new inputs and iterate)",

@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from protocols.cli._progress import ProgressBar
-from protocols.cli._quantile import _level as _probability
-from protocols.cli._quantile import _positive_float
+from protocols.cli._arguments import positive_float, probability
+from protocols.cli.progress import ProgressBar
 from protocols.training.corruption import CORRUPTION_KINDS, Corruption
 from protocols.training.datasets import DATASET_NAMES, DatasetNotAvailableError, load_dataset
 from protocols.training.fedplus import FedPlusConfig, FedPlusResult, train_fedplus
@@ -133,13 +132,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--epsilon",
-        type=_positive_float,
+        type=positive_float,
         default=5.0,
         help="Δ-FL's DP quantiles: (ε, δ)-DP for the whole run (converted to a total zCDP ρ, "
         "split over the rounds)",
     )
     parser.add_argument(
-        "--delta", type=_probability, default=1e-5, help="δ of the (ε, δ)-DP budget (1e-5)"
+        "--delta", type=probability, default=1e-5, help="δ of the (ε, δ)-DP budget (1e-5)"
     )
     parser.add_argument(
         "--no-dp", action="store_true", help="Δ-FL with the exact (non-private) quantile"
@@ -160,7 +159,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model", choices=MODELS, default="logreg")
     parser.add_argument("--local-steps", type=int, default=10, help="local SGD steps τ")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=_positive_float, default=0.05, help="local learning rate")
+    parser.add_argument("--lr", type=positive_float, default=0.05, help="local learning rate")
     parser.add_argument(
         "--dropout", type=float, default=0.0, help="probability a client drops out of a round"
     )

@@ -36,8 +36,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpquantile import DistributedDiscreteGaussian, FastDiscreteGaussian, HistogramTree
-from dpquantile.quantile import _sensitivities, quantile_noise_sigma
+from dpquantile import (
+    DistributedDiscreteGaussian,
+    DistributedDiscreteGaussianMechanism,
+    FastDiscreteGaussian,
+    HistogramTree,
+    quantile_mechanism,
+    quantile_scale,
+)
 from protocols._checks import (
     check_fraction,
     check_int,
@@ -198,7 +204,10 @@ def _weiszfeld_encoder(
     return _weighted_row(vector, beta, weight_cap, clip, extras / np.asarray(bounds))
 
 
-_NOISE_TAIL = 40.0  # the summed noise is clipped at 40σ per client: P ≈ e^-800, never in practice
+def _one_client_clip(mechanism: DistributedDiscreteGaussianMechanism) -> int:
+    """The largest |noise| of one client's vector except with probability 2^-40: its encoding
+    clips there (:meth:`~dpquantile.DistributedDiscreteGaussianMechanism.tail_bound`)."""
+    return mechanism.tail_bound(1)
 
 
 def _noise_random(seed: int | None, message: Message, context: Context) -> KeystreamRandom | None:
@@ -264,7 +273,8 @@ def _superquantile_encoder(
             float(str(plan_record["upper"])),
             int(str(plan_record["branching"])),
         )
-        counts: NDArray[np.float64] = tree.encode([loss])[0].astype(np.float64)
+        scale = int(str(plan_record.get("scale", 1)))
+        counts: NDArray[np.float64] = scale * tree.encode([loss])[0].astype(np.float64)
         sigma = float(str(plan_record["sigma"]))
         if sigma > 0:
             noise = FastDiscreteGaussian(sigma).sample(
@@ -331,34 +341,23 @@ def _call_body(content: RecordDict, index: int, fields: dict[str, Any]) -> Recor
 
 def _noise_event(
     outcome: GridSumResult,
-    sigma: float,
-    l1: float,
-    l2: float,
-    dimension: int,
+    mechanism: DistributedDiscreteGaussianMechanism,
     *,
     target: float,
-    planned: int,
     what: str,
 ) -> DistributedDiscreteGaussian:
-    """The release's event: its survivors each added FastDiscreteGaussian(σ)^d noise, so the
-    sampler's total variation is survivors·d·tv_bound (as :func:`dpquantile.dp_quantile`
-    charges). Fewer survivors than ``planned`` give less noise: warn when ρ exceeds the target."""
+    """The release's event for the clients whose noise is in it (as every release charges:
+    :meth:`~dpquantile.DistributedDiscreteGaussianMechanism.event`). Fewer survivors than
+    planned give less noise: warn when ρ exceeds the target."""
     survivors = len(outcome.survivors)
-    event = DistributedDiscreteGaussian(
-        num_clients=survivors,
-        sigma=sigma,
-        l1_sensitivity=l1,
-        l2_sensitivity=l2,
-        dimension=dimension,
-        sampler_tv_bound=survivors * dimension * FastDiscreteGaussian(sigma).tv_bound,
-    )
-    if event.rho > target:  # σ was planned so that all `planned` clients give ρ <= target
+    event = mechanism.event(survivors)
+    if event.rho > target:  # σ was planned so that the planned clients give ρ <= target
         logger.warning(
             "%s: only %d of the %d planned clients sent masked inputs: the release is "
             "%.4g-zCDP, not %.4g (refuse_shortfall=True withholds such a release)",
             what,
             survivors,
-            planned,
+            mechanism.planned_survivors,
             event.rho,
             target,
         )
@@ -735,11 +734,17 @@ class SecureStrategy:
         d = flat.size
         lower, upper = self.loss_range
         tree = HistogramTree(self.bins, lower, upper, self.branching)
-        sigma = 0.0
+        sigma, scale, clip = 0.0, 1, 1.0
+        histogram_noise: DistributedDiscreteGaussianMechanism | None = None
         if self.quantile_rho is not None:
-            sigma = quantile_noise_sigma(
-                self.quantile_rho, num_clients=len(nodes), bins=self.bins, branching=self.branching
+            # The DP quantile's own calibration (dpquantile.dp_quantile plans the same σ).
+            shape: dict[str, Any] = {"bins": self.bins, "branching": self.branching}
+            scale = quantile_scale(self.quantile_rho, num_clients=len(nodes), **shape)
+            histogram_noise = quantile_mechanism(
+                self.quantile_rho, num_clients=len(nodes), scale=scale, **shape
             )
+            sigma = histogram_noise.sigma
+            clip = scale + _one_client_clip(histogram_noise)
         common: dict[str, Any] = {
             "clip": self.clip,
             "weight-key": self.weight_key,
@@ -754,6 +759,7 @@ class SecureStrategy:
             "upper": upper,
             "branching": self.branching,
             "sigma": sigma,
+            "scale": scale,
         }
         histogram = self._noisy_sum(
             grid,
@@ -761,7 +767,7 @@ class SecureStrategy:
             nodes,
             noisy=sigma > 0,
             what=f"round {server_round}: the loss histogram",
-            encoding=SumEncoding(clip=1.0 + _NOISE_TAIL * sigma, scale=1.0, weight_key=None),
+            encoding=SumEncoding(clip=clip, scale=1.0, weight_key=None),
             dimension=tree.dimension,
             encoder="superquantile",
             group_id=f"{server_round}.0",
@@ -772,20 +778,15 @@ class SecureStrategy:
             return arrays
         survivors = len(histogram.survivors)
         # Δ-FL keeps the clients whose loss is at least the (1 − θ) quantile.
-        threshold, _ = tree.estimate(histogram.total, float(survivors), 1.0 - self.theta)
+        threshold, _ = tree.estimate(histogram.total / scale, float(survivors), 1.0 - self.theta)
         events: tuple[DistributedDiscreteGaussian, ...] = ()
-        if sigma > 0:
+        if histogram_noise is not None:
             assert self.quantile_rho is not None
-            l1, l2 = _sensitivities(tree, "tree", "replace_one")
             events = (
                 _noise_event(
                     histogram,
-                    sigma,
-                    l1,
-                    l2,
-                    tree.dimension,
+                    histogram_noise,
                     target=self.quantile_rho,
-                    planned=len(nodes),
                     what=f"round {server_round}: the loss histogram",
                 ),
             )
@@ -806,7 +807,9 @@ class SecureStrategy:
             )
             return arrays
         mean, noise_events = called
-        events += noise_events
+        # The histogram's guarantee is replace-one (the number of clients is public); the
+        # average's add/remove event is stated for replace-one neighbours so the two compose.
+        events += tuple(event.under_replace_one() for event in noise_events)
         self.history.append(
             RoundSummary(server_round, (histogram, mean), threshold=threshold, events=events)
         )
@@ -847,10 +850,10 @@ class SecureStrategy:
             plan = plan_quantization(
                 len(nodes), d + 1, 1.0, math.sqrt(2.0), bits, self.noise_rho, None, len(nodes)
             )
-            assert plan.sampler is not None
-            scale, sigma = plan.quantizer.scale, plan.sampler.sigma
+            assert plan.mechanism is not None
+            scale, sigma = plan.quantizer.scale, plan.mechanism.sigma
             fields.update({"noise-sigma": sigma, "scale": scale})
-            clip = 1.0 + math.ceil(_NOISE_TAIL * sigma) / scale
+            clip = 1.0 + _one_client_clip(plan.mechanism) / scale
             encoding = SumEncoding(clip=clip, scale=scale, weight_key=None)
         what = f"round {server_round}: secure average {index}"
         outcome = self._noisy_sum(
@@ -867,17 +870,8 @@ class SecureStrategy:
         )
         if outcome is None:
             return None
-        if plan is None or plan.sampler is None:
+        if plan is None or plan.mechanism is None:
             return outcome, ()
         assert self.noise_rho is not None
-        event = _noise_event(
-            outcome,
-            plan.sampler.sigma,
-            plan.l1_sensitivity,
-            plan.l2_sensitivity,
-            d + 1,
-            target=self.noise_rho,
-            planned=len(nodes),
-            what=what,
-        )
+        event = _noise_event(outcome, plan.mechanism, target=self.noise_rho, what=what)
         return outcome, (event,)

@@ -15,8 +15,8 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from protocols.training.seeds import stream
 from protocols.training.trainer_results import RoundRecord
-from protocols.training.trainers import _rng
 
 __all__ = ["dropout_indices", "finish_round", "override", "run_rounds", "sample_clients"]
 
@@ -31,7 +31,7 @@ def sample_clients(
     clients: Sequence[_Client], size: int, *, seed: int, purpose: int, index: int
 ) -> list[_Client]:
     """``size`` clients uniformly without replacement, in id order, from (seed, purpose, index)."""
-    chosen = _rng(seed, purpose, index).choice(len(clients), size=size, replace=False)
+    chosen = stream(seed, purpose, index).choice(len(clients), size=size, replace=False)
     return [clients[int(i)] for i in np.sort(chosen)]
 
 
@@ -39,7 +39,7 @@ def dropout_indices(
     count: int, rate: float, *, seed: int, purpose: int, index: int
 ) -> NDArray[np.intp]:
     """Positions (of ``count`` participants) that drop out before sending their masked input."""
-    return np.flatnonzero(_rng(seed, purpose, index).random(count) < rate)
+    return np.flatnonzero(stream(seed, purpose, index).random(count) < rate)
 
 
 def finish_round(

@@ -63,8 +63,9 @@ from protocols.training.models import (
     Model,
     MultinomialLogisticRegression,
 )
+from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_results import ErrorSummary, RoundRecord
-from protocols.training.trainers import _int_seed, _rng, blas_thread_limit
+from protocols.training.trainers import blas_thread_limit
 from secagg import TooFewSurvivorsError
 
 __all__ = [
@@ -535,7 +536,7 @@ class FedPlusTrainer:
                 batch_size=config.batch_size,
                 lr=config.lr,
                 kappa=config.kappa,
-                rng=_rng(config.seed, _SGD, index, client.client_id),
+                rng=stream(config.seed, _SGD, index, client.client_id),
             )
         rejected = int(m - finite.sum())
         if rejected:
@@ -569,7 +570,7 @@ class FedPlusTrainer:
                     tol=config.aggregation_tol,
                     secure=config.secure,
                     settings=AverageSettings(bits=bits, clip=config.update_clip),
-                    seed=_int_seed(config.seed, _AGGREGATE, index),
+                    seed=derived_seed(config.seed, _AGGREGATE, index),
                     dropouts=dropouts,
                 )
             except _ROUND_FAILURES as error:

@@ -12,6 +12,7 @@ import numpy as np
 from protocols._checks import check_fraction, check_int, check_positive
 from protocols.training.corruption import negate_images
 from protocols.training.data import ClientData, FederatedDataset
+from protocols.training.seeds import stream
 
 __all__ = ["outlier_parties", "personalized_regression"]
 
@@ -46,7 +47,7 @@ def personalized_regression(
     m = check_int("samples_per_party", samples_per_party, minimum=2)
     fraction = check_fraction("test_fraction", test_fraction, zero=False, one=False)
     scale = check_positive("laplace_scale", laplace_scale)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(41,)))
+    rng = stream(seed, 41)
     std = (((np.arange(1, d + 1) - 1) % 50) + 1.0) ** (-1.1 / 2)
     shared = rng.normal(0.0, math.sqrt(5.0), size=d)
     outlier = rng.normal(0.0, math.sqrt(50.0), size=d)
@@ -91,7 +92,7 @@ def outlier_parties(
     share = check_fraction("fraction", fraction, zero=True, one=True)
     parties = len(dataset.train_clients)
     count = math.ceil(share * parties - 1e-9)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(42,)))
+    rng = stream(seed, 42)
     chosen = tuple(sorted(int(i) for i in rng.choice(parties, size=count, replace=False)))
     image = dataset.image_shape is not None
 

@@ -57,8 +57,9 @@ from protocols.training._round_loop import (
     sample_clients,
 )
 from protocols.training.data import ClientData, FederatedDataset
+from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_results import ErrorSummary, RoundRecord
-from protocols.training.trainers import _int_seed, _rng, blas_thread_limit
+from protocols.training.trainers import blas_thread_limit
 from protocols.training.weak_learners import (
     FourierRidgeLearner,
     MLPRegressorLearner,
@@ -507,7 +508,7 @@ class FFGBTrainer:
         (1.0, 2.3026, True)
         """
         config = self.config
-        rng = _rng(config.seed, _ORACLE, round_index, client.client_id)
+        rng = stream(config.seed, _ORACLE, round_index, client.client_id)
         values = self._train_values[client.client_id].copy()
         clipping = config.variant == "ffgb-c"
         lipschitz = config.variant == "ffgb-l"
@@ -588,7 +589,7 @@ class FFGBTrainer:
         """Run round ``index``: broadcast, K local steps per client, secure average, advance."""
         start = time.perf_counter()
         config = self.config
-        self.learner.begin_round(_int_seed(config.seed, _BASIS, index) % (1 << 63))
+        self.learner.begin_round(derived_seed(config.seed, _BASIS, index) % (1 << 63))
         clients = self.dataset.train_clients
         sampled = sample_clients(
             clients, config.clients_per_round, seed=config.seed, purpose=_SAMPLE, index=index
@@ -622,7 +623,7 @@ class FFGBTrainer:
                     vectors,
                     alpha,
                     bits=config.bits,
-                    seed=_int_seed(config.seed, _AGGREGATE, index),
+                    seed=derived_seed(config.seed, _AGGREGATE, index),
                     dropouts={"masked_input": [int(j) for j in dropped]} if dropped.size else None,
                     secure=config.secure,
                 )

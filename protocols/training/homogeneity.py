@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from protocols._checks import check_fraction, check_int
 from protocols.training.data import ClientData, FederatedDataset
+from protocols.training.seeds import stream
 
 __all__ = ["homogeneity_split", "pool_examples"]
 
@@ -72,7 +73,7 @@ def homogeneity_split(
     n_train = check_int("num_clients", num_clients, minimum=1)
     n_test = check_int("num_test_clients", num_test_clients, minimum=0)
     fraction = check_fraction("test_fraction", test_fraction, zero=n_test == 0, one=False)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(31,)))
+    rng = stream(seed, 31)
     X, y = pool_examples(dataset)
     order = rng.permutation(y.size)
     held = round(fraction * y.size) if n_test else 0

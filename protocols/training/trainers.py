@@ -52,6 +52,7 @@ from protocols.training.corruption import (
 )
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.models import MLP, Classifier, MultinomialLogisticRegression
+from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_config import TrainerConfig
 from protocols.training.trainer_results import ErrorSummary, RoundRecord, TrainingResult
 from secagg import TooFewSurvivorsError
@@ -78,10 +79,6 @@ _ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightErro
 _SURVIVOR_QUANTILE = 1e-3
 
 
-def _rng(seed: int, *key: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
-
-
 def _binomial_lower_quantile(n: int, p: float, q: float = _SURVIVOR_QUANTILE) -> int:
     """The largest k with P[Binomial(n, p) < k] ≤ q: survivors are ≥ k except w.p. ≤ q."""
     if p >= 1.0:
@@ -95,11 +92,6 @@ def _binomial_lower_quantile(n: int, p: float, q: float = _SURVIVOR_QUANTILE) ->
             return k
         below += mass
     return n
-
-
-def _int_seed(seed: int, *key: int) -> int:
-    words = np.random.SeedSequence(seed, spawn_key=key).generate_state(4, dtype=np.uint64)
-    return sum(int(word) << (64 * i) for i, word in enumerate(words))
 
 
 @contextlib.contextmanager
@@ -182,7 +174,7 @@ class FederatedTrainer:
                 f"{len(dataset.train_clients)} training clients of {dataset.name}"
             )
         self.config = config
-        self.corruption_seed = _int_seed(config.seed, _CORRUPT_SELECT) % (1 << 63)
+        self.corruption_seed = derived_seed(config.seed, _CORRUPT_SELECT) % (1 << 63)
         self.plan: CorruptionPlan | None = None
         if config.corruption is not None:
             self.plan = select_corrupted_clients(
@@ -310,7 +302,7 @@ class FederatedTrainer:
         config = self.config
         n = updates.shape[0]
         neighbors, threshold = self._graph(n)
-        seed = _int_seed(config.seed, _AGGREGATE, index)
+        seed = derived_seed(config.seed, _AGGREGATE, index)
         settings = AverageSettings(
             bits=config.bits, clip=config.update_clip, neighbors=neighbors, threshold=threshold
         )
@@ -318,11 +310,8 @@ class FederatedTrainer:
             result = secure_weighted_average(
                 updates,
                 alpha,
-                bits=settings.bits,
-                clip=settings.clip,
+                settings=settings,
                 seed=seed,
-                neighbors=settings.neighbors,
-                threshold=settings.threshold,
                 dropouts=dropouts,
                 secure=config.secure,
             )
@@ -405,7 +394,7 @@ class FederatedTrainer:
         start = time.perf_counter()
         config, model = self.config, self.model
         train_clients = self.dataset.train_clients
-        chosen = _rng(config.seed, _SAMPLE, index).choice(
+        chosen = stream(config.seed, _SAMPLE, index).choice(
             len(train_clients), size=config.clients_per_round, replace=False
         )
         clients = [train_clients[int(i)] for i in np.sort(chosen)]
@@ -424,7 +413,7 @@ class FederatedTrainer:
                 batch_size=config.batch_size,
                 lr=config.lr,
                 weight_decay=config.weight_decay,
-                rng=_rng(config.seed, _SGD, index, client.client_id),
+                rng=stream(config.seed, _SGD, index, client.client_id),
             )
             np.subtract(params, broadcast, out=updates[j])
             finite[j] = stats.finite and math.isfinite(losses[j])
@@ -439,7 +428,7 @@ class FederatedTrainer:
         train_loss = float(alpha @ kept_losses / alpha.sum()) if keep.size else math.nan
 
         dropped = np.flatnonzero(
-            _rng(config.seed, _DROPOUT, index).random(keep.size) < config.dropout
+            stream(config.seed, _DROPOUT, index).random(keep.size) < config.dropout
         )
         dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
         if self.plan is not None and self.plan.corruption.poisons_updates and keep.size:
@@ -448,7 +437,7 @@ class FederatedTrainer:
                 alpha,
                 self.plan.mask(ids),
                 self.plan.corruption,
-                rng=_rng(config.seed, _CORRUPT, index),
+                rng=stream(config.seed, _CORRUPT, index),
             )
 
         outcome: _Aggregate

@@ -37,7 +37,7 @@ _MUST_WATCH = [
     (dpquantile.accounting.DiscreteGaussian, "renyi_bounds"),
     (dpquantile.accounting.DistributedDiscreteGaussian, "renyi_bounds"),
     (dpquantile.accounting.ZCDPAccountant, "_renyi_epsilon"),
-    (vars(dpquantile.quantile), "_sensitivities"),
+    (vars(dpquantile.quantile), "histogram_sensitivities"),
     (vars(dpquantile.quantile), "dp_quantile"),
     (vars(dpquantile.quantile), "check_headroom"),
     (vars(protocols.aggregation.secure_average), "secure_weighted_average"),

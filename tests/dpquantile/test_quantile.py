@@ -108,7 +108,13 @@ def test_privacy_event_matches_a_hand_calculation() -> None:
     result = dp_quantile(values, 0.5, lower=0.0, upper=1.0, rho=0.05, seed=0, secure=False, scale=1)
     assert result.sigma == sigma and result.scale == 1
     assert result.event == DistributedDiscreteGaussian(
-        100, sigma, 12.0, math.sqrt(12.0), 126, sampler_tv_bound=result.event.sampler_tv_bound
+        100,
+        sigma,
+        12.0,
+        math.sqrt(12.0),
+        126,
+        sampler_tv_bound=result.event.sampler_tv_bound,
+        neighbouring="replace_one",
     )
     assert result.rho == pytest.approx(kls21_rho_by_hand(100, sigma, 12.0, math.sqrt(12.0), 126))
     assert 0 < result.event.sampler_tv_bound < 100 * 126 * 2e-58  # n·d draws of the fast sampler

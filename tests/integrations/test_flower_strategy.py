@@ -19,7 +19,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, 
 from flwr.clientapp import ClientApp
 from flwr.serverapp.strategy import FedAvg
 
-from dpquantile import FastDiscreteGaussian, HistogramTree
+from dpquantile import ComposedEvent, FastDiscreteGaussian, HistogramTree, dp_quantile
 from protocols.aggregation import geometric_median
 from protocols.integrations.flower import SecureStrategy, make_protocols_mod
 from secagg import generate_identities
@@ -237,6 +237,11 @@ def test_noise_events_carry_the_clients_sampler_tv_bound(loopback_grid: Any) -> 
         assert event.sampler_tv_bound > 0
     assert histogram.dimension == HistogramTree(64, 0.0, 10.0).dimension
     assert mean.dimension == DIM + 1
+    # One calibration: the strategy's histogram noise is dp_quantile's for the same ρ and n.
+    alone = dp_quantile(
+        np.arange(8.0), 0.5, lower=0.0, upper=10.0, bins=64, rho=2.0, seed=0, secure=False
+    )
+    assert histogram.sigma == alone.sigma and histogram == alone.event
 
 
 def run_noisy_superquantile(
@@ -291,7 +296,11 @@ def test_fewer_survivors_than_planned_is_recorded_and_warned(
     assert histogram.num_clients == 7 and histogram.rho > 0.5
     assert "only 7 of the 8 planned clients" in caplog.text and "the loss histogram" in caplog.text
     # The average's noise is planned for the 7 clients invited to it: on target, no warning.
-    assert mean.num_clients == 7 and mean.rho <= 10.0
+    # Its target is add/remove; the round states it for replace-one neighbours, as the
+    # histogram's (Δ doubles: ρ ≤ 4·10), so that the round's events compose.
+    assert mean.num_clients == 7 and 10.0 < mean.rho <= 4 * 10.0
+    assert histogram.neighbouring == mean.neighbouring == "replace_one"
+    assert ComposedEvent(summary.events).relation == "replace_one"
     assert "secure average" not in caplog.text
     assert not summary.refused
 
