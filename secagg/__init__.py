@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
+from secagg.driver import Delivery, PeerFault, RoundDriver, Transport
 from secagg.errors import (
     LocalProtocolError,
     ProtocolError,
@@ -60,6 +61,7 @@ __all__ = [
     "CommunicationGraph",
     "ConsistencyRequest",
     "ConsistencySignature",
+    "Delivery",
     "EncryptedShares",
     "ForwardedShares",
     "HeadroomError",
@@ -71,12 +73,14 @@ __all__ = [
     "LocalProtocolError",
     "MaskedInput",
     "Message",
+    "PeerFault",
     "Phase",
     "ProtocolError",
     "Quantizer",
     "RandomSource",
     "RemoteProtocolError",
     "Ring",
+    "RoundDriver",
     "SecAggConfig",
     "SecAggResult",
     "SecureSumResult",
@@ -85,6 +89,7 @@ __all__ = [
     "Session",
     "ThreatModel",
     "TooFewSurvivorsError",
+    "Transport",
     "TrustStore",
     "UnmaskRequest",
     "UnmaskResponse",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,16 +18,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
-from secagg.errors import LocalProtocolError, ProtocolError, RemoteProtocolError
+from secagg.driver import Delivery, PeerFault, RoundDriver
+from secagg.errors import LocalProtocolError, ProtocolError
 from secagg.identity import IdentityKey, TrustStore, generate_identities
 from secagg.inputs import LazyInputs
-from secagg.messages import (
-    AdvertiseKeys,
-    ConsistencySignature,
-    Message,
-    decode_message,
-    encode_message,
-)
+from secagg.messages import decode_message, encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Ring, RingArray
 from secagg.server import Server, ServerState
@@ -262,64 +257,55 @@ def parse_dropouts(
     return phase_of
 
 
-class _Network:
-    """Delivers messages as bytes and keeps the books (times and byte counts per phase)."""
+class _InMemoryTransport:
+    """The clients in this process: each request is decoded, handled and answered in turn, so
+    the driver feeds each reply to the server before the next client computes (O(d) memory)."""
 
-    def __init__(self, server: Server, clients: dict[int, Client]) -> None:
-        self.server = server
-        self.clients = clients
+    def __init__(
+        self,
+        clients: dict[int, Client],
+        gone: Callable[[int, str], bool],
+        inputs: Sequence[ArrayLike] | NDArray[np.integer],
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.clients, self.gone, self.inputs, self.progress = clients, gone, inputs, progress
         self.client_seconds = dict.fromkeys(PHASES, 0.0)
-        self.server_seconds = dict.fromkeys(PHASES, 0.0)
-        self.transport_seconds = dict.fromkeys(PHASES, 0.0)
-        self.upload = dict.fromkeys(PHASES, 0)
-        self.download = dict.fromkeys(PHASES, 0)
-        self.signatures = 0
+        self.wire_seconds = dict.fromkeys(PHASES, 0.0)
 
-    def _wire(self, message: Message, phase: str, upload: bool) -> Message:
+    def exchange(
+        self, phase: Phase, outgoing: Sequence[tuple[int, bytes]], timeout: float | None
+    ) -> Iterator[Delivery | PeerFault]:
+        name = phase.value
+        for done, (u, data) in enumerate(outgoing, 1):
+            client = self.clients[u]
+            if not self.gone(u, name) and client.state is not ClientState.ABORTED:
+                yield from self._answer(client, phase, data)
+            if self.progress is not None:
+                self.progress(name, done, len(outgoing))
+
+    def _answer(self, client: Client, phase: Phase, data: bytes) -> Iterator[Delivery]:
+        name = phase.value
         start = time.perf_counter()
-        data = encode_message(message)
-        decoded = decode_message(data)
-        self.transport_seconds[phase] += time.perf_counter() - start
-        (self.upload if upload else self.download)[phase] += len(data)
-        return decoded
-
-    def to_server(self, messages: list[Message], phase: str, sender: int) -> list[Message]:
-        out: list[Message] = []
-        for message in messages:
-            decoded = self._wire(message, phase, upload=True)
-            signed = isinstance(decoded, ConsistencySignature) or (
-                isinstance(decoded, AdvertiseKeys) and bool(decoded.signature)
-            )
-            self.signatures += int(signed)
-            start = time.perf_counter()
-            try:
-                out.extend(self.server.receive(decoded, peer_id=sender))
-            except RemoteProtocolError as exc:  # a peer's fault: recorded, the round goes on
-                logger.warning("server rejected a message in %s: %s", phase, exc)
-            finally:
-                self.server_seconds[phase] += time.perf_counter() - start
-        return out
-
-    def to_client(self, message: Message, phase: str) -> list[Message]:
-        decoded = self._wire(message, phase, upload=False)
-        client = self.clients[decoded.peer]
+        request = None if not data else decode_message(data)
+        self.wire_seconds[name] += time.perf_counter() - start
         start = time.perf_counter()
         try:
-            return client.receive(decoded)
+            if request is None:
+                replies = client.start()
+            else:
+                if phase is Phase.MASKED_INPUT:
+                    _give_input(client, self.inputs, client.client_id - 1)
+                replies = client.receive(request)
         except ProtocolError as exc:
-            logger.warning("client %d aborted in %s: %s", decoded.peer, phase, exc)
-            return []
+            logger.warning("client %d aborted in %s: %s", client.client_id, name, exc)
+            replies = []
         finally:
-            self.client_seconds[phase] += time.perf_counter() - start
-
-    def close(self, phase: str) -> list[Message]:
-        if self.server.phase is not Phase(phase):
-            return []  # the phase already closed when its last expected message arrived
-        start = time.perf_counter()
-        try:
-            return self.server.close_phase()
-        finally:
-            self.server_seconds[phase] += time.perf_counter() - start
+            self.client_seconds[name] += time.perf_counter() - start
+        for reply in replies:
+            start = time.perf_counter()
+            wire = encode_message(reply)
+            self.wire_seconds[name] += time.perf_counter() - start
+            yield Delivery(client.client_id, wire)
 
 
 def _check_inputs(
@@ -530,58 +516,47 @@ class Session:
         senders = [i for i in members if PHASES.index(drop_phase.get(i, "unmask")) > masking]
         _check_inputs(inputs, self.num_clients, self.config, senders)
         ids = list(range(1, self.num_clients + 1))
-        if first:
-            self._server = Server(
-                self.config,
-                ids,
-                min_inputs=self.min_inputs,
-                trust_store=self._trust_store,
-                random_source=self._root.spawn(b"server"),
-                iterate=iterate,
-            )
-        server = self._server
-        assert server is not None
-        net = _Network(server, self._clients)
-        verifications = 0 if self._trust_store is None else self._trust_store.verifications
 
         def gone(u: int, phase: str) -> bool:
             dropped_at = drop_phase.get(u - 1)
             return dropped_at is not None and PHASES.index(dropped_at) <= PHASES.index(phase)
 
-        def report(phase: str, done: int, total: int) -> None:
-            if self._progress is not None:
-                self._progress(phase, done, total)
-
-        outbox: list[Message] = []
+        transport = _InMemoryTransport(self._clients, gone, inputs, self._progress)
+        driver = RoundDriver(transport)
+        verifications = 0 if self._trust_store is None else self._trust_store.verifications
         if first:
-            phase = phases[0]
-            for done, u in enumerate(ids, 1):
-                if not gone(u, phase):
-                    start = time.perf_counter()
-                    advert = self._clients[u].start()
-                    net.client_seconds[phase] += time.perf_counter() - start
-                    outbox.extend(net.to_server(advert, phase, u))
-                report(phase, done, len(ids))
-            outbox.extend(net.close(phase))
-            later = phases[1:]
+
+            def make_server(advertised: list[int]) -> Server:
+                self._server = Server(
+                    self.config,
+                    ids,  # every invited client: the ones that did not advertise dropped out
+                    min_inputs=self.min_inputs,
+                    trust_store=self._trust_store,
+                    random_source=self._root.spawn(b"server"),
+                    iterate=iterate,
+                )
+                return self._server
+
+            driver.setup(
+                [(u, b"") for u in ids],
+                make_server,
+                self.config.phases,
+                expected={u: u for u in ids},
+            )
         else:
+            server = self._server
+            assert server is not None
+            driver.client_of = {u: u for u in ids}
             start = time.perf_counter()
             outbox = server.begin_iteration(iterate)
-            net.server_seconds[phases[0]] += time.perf_counter() - start
-            later = phases
-        # Each server message reaches its client, whose reply goes straight back.
-        for phase in later:
-            inbox, outbox = outbox, []
-            for done, message in enumerate(inbox, 1):
-                u = message.peer
-                client = self._clients[u]
-                if not gone(u, phase) and client.state is not ClientState.ABORTED:
-                    if phase == Phase.MASKED_INPUT.value:
-                        _give_input(client, inputs, u - 1)
-                    replies = net.to_client(message, phase)
-                    outbox.extend(net.to_server(replies, phase, u))
-                report(phase, done, len(inbox))
-            outbox.extend(net.close(phase))
+            driver.server_seconds[phases[0]] += time.perf_counter() - start
+            driver.run(server, outbox, [Phase(p) for p in phases])
+        server = self._server
+        assert server is not None
+        client_seconds = transport.client_seconds
+        transport_seconds = {
+            p: driver.wire_seconds[p] + transport.wire_seconds[p] for p in PHASES
+        }
         result = server.result
         used = 0 if self._trust_store is None else self._trust_store.verifications - verifications
         return SecureSumResult(
@@ -595,14 +570,14 @@ class Session:
             threat_model=ThreatModel(self.config.threat_model).value,
             max_colluding=int(self.config.max_colluding or 0),
             faults=tuple(str(fault) for fault in result.faults),
-            signatures=net.signatures,
+            signatures=driver.signatures,
             signature_verifications=used,
             iteration=result.iteration,
-            client_seconds=net.client_seconds,
-            server_seconds=net.server_seconds,
-            transport_seconds=net.transport_seconds,
-            upload_bytes=net.upload,
-            download_bytes=net.download,
+            client_seconds=client_seconds,
+            server_seconds=driver.server_seconds,
+            transport_seconds=transport_seconds,
+            upload_bytes=driver.upload,
+            download_bytes=driver.download,
         )
 
 

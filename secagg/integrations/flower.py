@@ -45,10 +45,10 @@ from numpy.typing import NDArray
 
 from secagg.client import Client
 from secagg.config import PHASES, Phase, SecAggConfig
+from secagg.driver import Delivery, PeerFault, RoundDriver
 from secagg.errors import ProtocolError, RemoteProtocolError, TooFewSurvivorsError
 from secagg.identity import IdentityKey, TrustStore, load_identity
-from secagg.messages import AdvertiseKeys, decode_message, encode_message
-from secagg.messages import Message as SecAggMessage
+from secagg.messages import encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Quantizer, RingArray, check_headroom
 from secagg.runner import default_threshold
@@ -571,6 +571,71 @@ def _model_size(content: RecordDict) -> int:
     return sum(int(np.prod(a.shape)) for a in records[0].values())
 
 
+class _GridTransport:
+    """A Flower Grid as a :class:`secagg.Transport`: one ``send_and_receive`` per phase, our
+    payload in a ConfigRecord; the train ``content`` rides with the masked-input request."""
+
+    def __init__(
+        self,
+        grid: Grid,
+        nodes: Sequence[int],
+        *,
+        start: Callable[[int], dict[str, Any]],
+        content: RecordDict,
+        encoder: str,
+        message_type: str,
+        group_id: str,
+    ) -> None:
+        self.grid, self.nodes, self.start = grid, set(nodes), start
+        self.content, self.encoder = content, encoder
+        self.message_type, self.group_id = message_type, group_id
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.errored: dict[int, str] = {}  # node → the phase it answered with an error
+
+    def _envelope(self, stage: str, node: int, data: bytes) -> Message:
+        from flwr.app import ConfigRecord, RecordDict  # noqa: PLC0415
+        from flwr.app import Message as FlowerMessage  # noqa: PLC0415
+
+        fields = self.start(node) if stage == PHASES[0] else {"payload": data}
+        record = ConfigRecord({"stage": stage, **fields})
+        body = RecordDict({RECORD_KEY: record})
+        if stage == Phase.MASKED_INPUT.value:
+            record["encoder"] = self.encoder
+            for name, value in self.content.items():
+                body[name] = value
+        return FlowerMessage(
+            body, dst_node_id=node, message_type=self.message_type, group_id=self.group_id
+        )
+
+    def exchange(
+        self, phase: Phase, outgoing: Sequence[tuple[int, bytes]], timeout: float | None
+    ) -> Iterable[Delivery | PeerFault]:
+        stage = phase.value
+        start = time.perf_counter()
+        messages = [self._envelope(stage, node, data) for node, data in outgoing]
+        replies = list(self.grid.send_and_receive(messages, timeout=timeout))
+        self.seconds[stage] += time.perf_counter() - start
+        for reply in replies:
+            node = reply.metadata.src_node_id
+            if node not in self.nodes:
+                yield PeerFault(node, stage, "a reply from a node that is not in the round")
+                continue
+            if reply.has_error():
+                self.errored.setdefault(node, stage)
+                logger.info("node %d answered %s with an error: %s", node, stage, reply.error)
+                continue
+            record = reply.content.config_records.get(RECORD_KEY)
+            if record is None or record.get("stage") != stage:
+                yield PeerFault(node, stage, f"no {stage} record in the reply")
+                continue
+            try:
+                data = _field(record, "payload", bytes)
+            except RemoteProtocolError as exc:
+                yield PeerFault(node, stage, str(exc))
+                continue
+            yield Delivery(node, data)
+
+
 def run_secure_sum(
     grid: Grid,
     content: RecordDict,
@@ -653,8 +718,6 @@ def run_secure_sum(
     >>> run_secure_sum.__name__  # needs a Flower Grid; see examples/flower_app
     'run_secure_sum'
     """
-    from flwr.app import ConfigRecord, RecordDict  # noqa: PLC0415
-    from flwr.app import Message as FlowerMessage  # noqa: PLC0415
 
     nodes = sorted(int(u) for u in (grid.get_node_ids() if node_ids is None else node_ids))
     if len(set(nodes)) != len(nodes):
@@ -686,37 +749,22 @@ def run_secure_sum(
         )
     # Semi-honest: the server numbers the nodes. Malicious: each node names the id its identity
     # has in the trust store, and the server learns it from the node's signed advertisement.
-    client_of: dict[int, int] = {} if config.malicious else {
-        node: u for u, node in enumerate(nodes, 1)
-    }
-    server: Server | None = None
-    seconds = dict.fromkeys(PHASES, 0.0)
-    upload = dict.fromkeys(PHASES, 0)
-    download = dict.fromkeys(PHASES, 0)
-    faults: list[str] = []
-    errored: dict[int, str] = {}
+    assigned: dict[int, int] | None = (
+        None if config.malicious else {node: u for u, node in enumerate(nodes, 1)}
+    )
+    start_fields = {"config": config.to_bytes(), **encoding.to_record()}
+    transport = _GridTransport(
+        grid,
+        nodes,
+        start=lambda node: {**start_fields, "client-id": (assigned or {}).get(node, 0)},
+        content=content,
+        encoder=encoder,
+        message_type=message_type,
+        group_id=group_id,
+    )
+    driver = RoundDriver(transport, timeout=timeout, on_phase=on_phase)
 
-    def envelope(stage: str, fields: dict[str, Any], node: int) -> Message:
-        record = ConfigRecord({"stage": stage, **fields})
-        body = RecordDict({RECORD_KEY: record})
-        if stage == Phase.MASKED_INPUT.value:
-            record["encoder"] = encoder
-            for name, value in content.items():
-                body[name] = value
-        download[stage] += len(fields.get("payload", b""))
-        return FlowerMessage(body, dst_node_id=node, message_type=message_type, group_id=group_id)
-
-    def start_server(adverts: dict[int, SecAggMessage]) -> Server:
-        """The server, once the phase-0 replies say which client each node is."""
-        if config.malicious:
-            assert trust_store is not None
-            for node, advert in sorted(adverts.items()):
-                claimed = advert.peer
-                if claimed in client_of.values() or claimed not in trust_store:
-                    faults.append(f"node {node} in advertise_keys: claims client {claimed}")
-                    continue
-                client_of[node] = claimed
-        ids = sorted(client_of.values())
+    def make_server(ids: list[int]) -> Server:
         if len(ids) < max(threshold + 1, min_inputs):
             raise TooFewSurvivorsError(
                 f"only {len(ids)} nodes advertised keys; threshold t={threshold} needs at "
@@ -732,71 +780,21 @@ def run_secure_sum(
             random_source=nonce_source.spawn(b"server"),
         )
 
-    outgoing: list[Message] = [
-        envelope(
-            PHASES[0],
-            {
-                "config": config.to_bytes(),
-                "client-id": client_of.get(node, 0),
-                **encoding.to_record(),
-            },
-            node,
-        )
-        for node in nodes
-    ]
-    for phase in config.phases:
-        stage = phase.value
-        start = time.perf_counter()
-        if on_phase is not None:
-            on_phase(stage, len(outgoing))
-        replies = list(grid.send_and_receive(outgoing, timeout=timeout)) if outgoing else []
-        decoded: list[tuple[int, SecAggMessage]] = []
-        for reply in replies:
-            node = reply.metadata.src_node_id
-            if node not in nodes:
-                faults.append(f"reply from node {node}, which is not in the round")
-                continue
-            if reply.has_error():
-                errored.setdefault(node, stage)
-                logger.info("node %d answered %s with an error: %s", node, stage, reply.error)
-                continue
-            try:
-                record = reply.content.config_records.get(RECORD_KEY)
-                if record is None or record.get("stage") != stage:
-                    raise RemoteProtocolError(f"no {stage} record in the reply", peer_id=None)
-                data = _field(record, "payload", bytes)
-                upload[stage] += len(data)
-                message = decode_message(data, peer_id=client_of.get(node))
-                if phase is Phase.ADVERTISE_KEYS and not isinstance(message, AdvertiseKeys):
-                    raise RemoteProtocolError("expected an advertisement", peer_id=None)
-                decoded.append((node, message))
-            except RemoteProtocolError as exc:
-                faults.append(f"node {node} in {stage}: {exc}")
-                logger.warning("node %d sent an invalid %s reply: %s", node, stage, exc)
-        if server is None:
-            server = start_server(dict(decoded))
-        produced: list[SecAggMessage] = []
-        for node, message in decoded:
-            u = client_of.get(node)
-            if u is None:
-                continue
-            try:
-                produced.extend(server.receive(message, peer_id=u))
-            except RemoteProtocolError as exc:  # recorded in server.faults
-                logger.warning("node %d sent an invalid %s reply: %s", node, stage, exc)
-        if server.phase is phase:
-            produced.extend(server.close_phase())
-        seconds[stage] += time.perf_counter() - start
-        node_of = {u: node for node, u in client_of.items()}
-        following = config.phases.index(phase) + 1
-        if following < len(config.phases):
-            outgoing = [
-                envelope(
-                    config.phases[following].value, {"payload": encode_message(m)}, node_of[m.peer]
-                )
-                for m in produced
-            ]
-    assert server is not None
+    server = driver.setup(
+        [(node, b"") for node in nodes],
+        make_server,
+        config.phases,
+        expected=assigned,
+        trust_store=trust_store if config.malicious else None,
+    )
+    client_of = driver.client_of
+    faults = [f"node {f.peer} in {f.phase}: {f.reason}" for f in driver.faults]
+    errored = transport.errored
+    seconds = {
+        p: transport.seconds[p] + driver.server_seconds[p] + driver.wire_seconds[p]
+        for p in PHASES
+    }
+    upload, download = driver.upload, driver.download
     result = server.result
     ring = config.ring
     centered = ring.centered(result.total)
