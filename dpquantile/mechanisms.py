@@ -265,6 +265,34 @@ class DistributedDiscreteGaussianMechanism:
             neighbouring=self.neighbouring,
         )
 
+    def worst_case_event(self, participants: int) -> DistributedDiscreteGaussian:
+        """What a release can cost at most when it is withheld below the planned survivors:
+        the planned survivors' ρ, and the sampler's total variation of all ``participants``
+        (everyone draws noise before anyone knows who survives). A budget spends this before
+        the noise is drawn.
+
+        Examples
+        --------
+        >>> mechanism = DistributedDiscreteGaussianMechanism(1.0, 1.0, 1.0, 4, 8)
+        >>> event = mechanism.worst_case_event(10)
+        >>> event.num_clients, event.sampler_tv_bound == mechanism.event(10).sampler_tv_bound
+        (8, True)
+        """
+        if participants < self.planned_survivors:
+            raise ValueError(
+                f"{participants} participants cannot reach the {self.planned_survivors} planned "
+                "survivors"
+            )
+        return DistributedDiscreteGaussian(
+            num_clients=self.planned_survivors,
+            sigma=self.sigma,
+            l1_sensitivity=self.l1_sensitivity,
+            l2_sensitivity=self.l2_sensitivity,
+            dimension=self.dimension,
+            sampler_tv_bound=participants * self.dimension * self._noise.tv_bound,
+            neighbouring=self.neighbouring,
+        )
+
     @property
     def planned_rho(self) -> float:
         """ρ of the release if exactly the planned survivors contribute.

@@ -19,16 +19,17 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpquantile.accounting import DistributedDiscreteGaussian, Neighbouring
+from dpquantile.accounting import DistributedDiscreteGaussian, Neighbouring, PrivacyBudget
 from dpquantile.histogram import HistogramTree
 from dpquantile.mechanisms import DistributedDiscreteGaussianMechanism
 from secagg import (
     KeystreamRandom,
     LazyInputs,
+    Session,
     TooFewSurvivorsError,
     check_headroom,
+    parse_dropouts,
     required_bits,
-    secure_sum,
 )
 from secagg.graph_parameters import secagg_plus_parameters
 from secagg.runner import summed_clients
@@ -289,6 +290,7 @@ def dp_quantile(
     sampler: Sampler = "fast",
     scale: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    budget: PrivacyBudget | None = None,
 ) -> QuantileResult:
     """The q-quantile of the clients' values under ρ-zCDP, through the secure sum.
 
@@ -343,6 +345,11 @@ def dp_quantile(
         units where KLS21's bound is tight; default :func:`quantile_scale`. ``1`` is the paper's.
     progress
         Optional callback ``(phase, done, total)`` for the secure sum.
+    budget
+        A :class:`~dpquantile.PrivacyBudget` to spend the release from, before any noise is
+        drawn (:class:`~dpquantile.BudgetExceededError` leaves it and the clients untouched).
+        It is charged the planned survivors' event, and the release is then withheld below
+        them (``refuse_shortfall`` is implied), so what is charged bounds what is released.
 
     Returns
     -------
@@ -396,12 +403,17 @@ def dp_quantile(
     )
     sigma, dimension = noise.sigma, noise.dimension
     noise_bound = noise.tail_bound(n)  # the sum wraps with probability ≤ 2^-40
+    if budget is not None:
+        if not isinstance(budget, PrivacyBudget):
+            raise TypeError(f"budget must be a PrivacyBudget; got {type(budget).__name__}")
+        refuse_shortfall = True
     needed = required_bits(n, scale, noise_bound)
     bits = needed if modulus_bits is None else int(modulus_bits)
     check_headroom(n, scale, bits, noise_bound)
 
     root = KeystreamRandom(seed, label=b"dpquantile/quantile")
     vectors = _NoisyVectors(bin_index, tree, mechanism, noise, root=root, scale=scale)
+    session: Session | None = None
     if secure:
         if neighbors == "auto":
             try:
@@ -412,16 +424,22 @@ def dp_quantile(
                 graph_degree = None
         else:
             graph_degree = neighbors
-        summed = secure_sum(
-            vectors,
+        session = Session(  # validates the sum's parameters before the budget is charged
+            n,
+            dimension,
+            iterations=1,
             modulus_bits=bits,
             threshold=threshold,
             neighbors=graph_degree,
-            dropouts=dropouts,
             seed=None if seed is None else _derived_seed(root),
             progress=progress,
             min_inputs=planned if refuse_shortfall else 1,
         )
+    parse_dropouts(dropouts, n)
+    if budget is not None:
+        budget.spend(noise.worst_case_event(n))  # before any client draws its noise
+    if session is not None:
+        summed = session.sum(vectors, dropouts=dropouts)
         released = summed.centered()
         survivors = len(summed.survivors)
     else:

@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpquantile import (
-    DistributedDiscreteGaussian,
-)
+from dpquantile import DistributedDiscreteGaussian, PrivacyBudget
 from protocols._checks import check_fraction, check_int, check_positive, check_seed
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
@@ -572,9 +570,17 @@ def _run(
     dropouts: Mapping[str, Iterable[int]] | None,
     session: SecureAverageSession | None = None,
     iterate: bytes = b"",
+    budget: PrivacyBudget | None = None,
 ) -> AverageResult:
     """The oracle on validated settings (used by every public entry point)."""
     seed = check_seed(seed)
+    if budget is not None:
+        if not isinstance(budget, PrivacyBudget):
+            raise TypeError(f"budget must be a PrivacyBudget; got {type(budget).__name__}")
+        if settings.noise is None:
+            raise ValueError("a budget pays for noise: this average has none (no DP)")
+        if session is not None:
+            raise ValueError("a session's averages do not take a budget yet")
     if not isinstance(secure, bool):
         raise TypeError(f"secure must be a bool; got {type(secure).__name__}")
     if secure and settings.quantize is False:
@@ -665,6 +671,10 @@ def _run(
             planned_survivors,
         )
     root = KeystreamRandom(seed, label=_DOMAIN)
+    if budget is not None:
+        assert plan is not None and plan.mechanism is not None
+        # Charged before any row (and so any noise) exists; withheld below the planned survivors.
+        budget.spend(plan.mechanism.worst_case_event(n))
 
     sum_result: SecureSumResult | None = None
     if session is not None:
@@ -691,11 +701,17 @@ def _run(
             dropouts=local_dropouts,
             seed=None if seed is None else _derived_seed(root, b"secure-sum"),
             threat_model=settings.threat_model,
+            min_inputs=planned_survivors if budget is not None else 1,
         )
         members = participants[np.asarray(sum_result.survivors, dtype=np.intp)]
         total = sum_result.centered().astype(np.float64)
     else:
         members = participants[np.array(summed_clients(local_dropouts, n), dtype=np.intp)]
+        if budget is not None and members.size < planned_survivors:
+            raise TooFewSurvivorsError(
+                f"only {members.size} of the {planned_survivors} planned clients survived: "
+                "nothing released (a budgeted release is withheld below its plan)"
+            )
         total = _plain_total(
             clients, members, plan=plan, bounds=bounds, root=root, dimension=dimension
         )
@@ -795,6 +811,7 @@ def secure_weighted_average(
     quantize: bool | None = None,
     threat_model: str = "malicious",
     settings: AverageSettings | None = None,
+    budget: PrivacyBudget | None = None,
 ) -> AverageResult:
     """Σβᵢwᵢ / Σβᵢ over the surviving clients through one secure sum (RFA's secure average oracle).
 
@@ -839,6 +856,11 @@ def secure_weighted_average(
         ``max_effective_weight``, ``quantize`` and ``threat_model`` at once, as an
         :class:`AverageSettings` (the way every aggregation built on this one passes them);
         those options must then be left at their defaults.
+    budget
+        With noise: a :class:`~dpquantile.PrivacyBudget` charged the planned survivors' event
+        before any client builds its row (:class:`~dpquantile.BudgetExceededError` leaves the
+        budget and the clients untouched); the average is then withheld below the planned
+        survivors (:class:`secagg.TooFewSurvivorsError`), so the charge bounds the release.
 
     Returns
     -------
@@ -894,6 +916,7 @@ def secure_weighted_average(
         secure=secure,
         seed=seed,
         dropouts=dropouts,
+        budget=budget,
     )
 
 

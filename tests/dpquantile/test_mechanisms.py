@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dpquantile.quantile as quantile_module
 from dpquantile import (
     ZCDP,
+    BudgetExceededError,
     ComposedEvent,
     DiscreteGaussian,
     DiscreteLaplace,
@@ -21,11 +23,14 @@ from dpquantile import (
     PrivacyBudget,
     SelfComposedEvent,
     ZCDPAccountant,
+    dp_quantile,
     noise_tail_bound,
+    quantile_mechanism,
+    quantile_scale,
     sigma_for_rho,
     tail_factor,
 )
-from secagg import KeystreamRandom
+from secagg import KeystreamRandom, TooFewSurvivorsError
 
 
 @settings(max_examples=60, deadline=None)
@@ -155,3 +160,91 @@ def test_mismatched_relations_are_refused_everywhere() -> None:
     assert ZCDPAccountant().compose(both).relation == "replace_one"
     with pytest.raises(ValueError, match="neighbouring must be one of"):
         ZCDP(0.5, neighbouring="zero_out")  # type: ignore[arg-type]
+
+
+# -- budgets on the release path -------------------------------------------------------------------
+
+LOSSES = np.linspace(0.0, 1.0, 12)
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_dp_quantile_spends_its_budget_before_any_noise(
+    monkeypatch: pytest.MonkeyPatch, secure: bool
+) -> None:
+    draws: list[int] = []
+    original = quantile_module._NoisyVectors.row
+
+    def counted(self: object, index: int) -> np.ndarray:
+        draws.append(index)
+        return original(self, index)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(quantile_module._NoisyVectors, "row", counted)
+    # ε of one release at δ = 1e-6 is ≈ 7.77; a limit 20 % above it cannot hold two.
+    one = ZCDPAccountant().compose(_planned_quantile_event()).epsilon(1e-6)
+    budget = PrivacyBudget(epsilon=1.2 * one, delta=1e-6)
+    first = dp_quantile(
+        LOSSES, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=1, secure=secure, budget=budget
+    )
+    assert first.event == _planned_quantile_event()  # all 12 survived: charged = released
+    assert budget.spent() == pytest.approx(one) and len(draws) == 12
+    draws.clear()
+    with pytest.raises(BudgetExceededError):
+        dp_quantile(
+            LOSSES, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=2, secure=secure, budget=budget
+        )
+    assert draws == [] and budget.spent() == pytest.approx(one)
+
+
+def _planned_quantile_event() -> DistributedDiscreteGaussian:
+    scale = quantile_scale(1.0, num_clients=12, bins=8)
+    return quantile_mechanism(1.0, num_clients=12, bins=8, scale=scale).event(12)
+
+
+def test_a_budgeted_quantile_is_withheld_below_its_plan() -> None:
+    budget = PrivacyBudget(epsilon=100.0, delta=1e-6)
+    with pytest.raises(TooFewSurvivorsError):
+        dp_quantile(
+            LOSSES,
+            0.5,
+            lower=0.0,
+            upper=1.0,
+            bins=8,
+            rho=1.0,
+            seed=3,
+            secure=False,
+            budget=budget,
+            dropouts={"masked_input": [0]},
+        )
+    # Charged (the noise was drawn), though nothing was released: never an undercharge.
+    assert budget.history == ((_planned_quantile_event(), 1),)
+
+
+def test_bad_input_costs_no_budget() -> None:
+    budget = PrivacyBudget(epsilon=100.0, delta=1e-6)
+    with pytest.raises(ValueError):
+        dp_quantile(
+            LOSSES,
+            0.5,
+            lower=0.0,
+            upper=1.0,
+            bins=8,
+            rho=1.0,
+            seed=3,
+            budget=budget,
+            dropouts={"masked_input": [99]},
+        )
+    with pytest.raises(ValueError):
+        dp_quantile(
+            LOSSES, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=3, budget=budget, threshold=50
+        )
+    assert budget.spent() == 0.0
+
+
+def test_a_budget_refuses_to_mix_relations_before_any_noise() -> None:
+    budget = PrivacyBudget(epsilon=100.0, delta=1e-6)
+    budget.spend(DiscreteGaussian(sigma=4.0, l2_sensitivity=1.0))  # an add/remove release
+    with pytest.raises(NeighbouringMismatchError):
+        dp_quantile(
+            LOSSES, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=4, secure=False, budget=budget
+        )
+    assert len(budget.history) == 1

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+import protocols.aggregation.secure_average as secure_average_module
+from dpquantile import BudgetExceededError, PrivacyBudget
 from protocols.aggregation import (
     AverageSettings,
     DiscreteGaussianNoise,
@@ -128,3 +130,54 @@ def test_settings_and_options_are_not_mixed() -> None:
 def test_the_coordinate_average_refuses_what_it_cannot_honour(settings: AverageSettings) -> None:
     with pytest.raises(ValueError, match="secure_coordinate_average"):
         secure_coordinate_average(POINTS, np.ones((3, 2)), settings=settings, seed=0)
+
+
+def test_a_budgeted_average_is_charged_before_its_rows_and_withheld_below_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[int] = []
+    original = secure_average_module._client_row
+
+    def counted(clients: Any, index: int, *rest: Any) -> Any:
+        built.append(index)
+        return original(clients, index, *rest)
+
+    monkeypatch.setattr(secure_average_module, "_client_row", counted)
+    noise = DiscreteGaussianNoise(rho=0.5, min_survivors=9)
+    settings = AverageSettings(clip=4.0, noise=noise)
+    budget = PrivacyBudget(epsilon=30.0, delta=1e-6)
+    released = secure_weighted_average(
+        TEN,
+        np.ones(10),
+        weight_cap=1.0,
+        settings=settings,
+        seed=3,
+        budget=budget,
+        dropouts={"masked_input": [4]},
+    )
+    assert len(released.survivors) == 9 and len(built) == 9
+    ((charged, count),) = budget.history
+    assert count == 1 and charged.num_clients == 9 and released.event is not None
+    assert released.event.rho == pytest.approx(charged.rho)  # 9 survived: as planned
+    built.clear()
+    for secure in (True, False):
+        with pytest.raises(TooFewSurvivorsError):
+            secure_weighted_average(
+                TEN,
+                np.ones(10),
+                weight_cap=1.0,
+                settings=settings,
+                seed=4,
+                budget=budget,
+                dropouts={"masked_input": [4, 5]},
+                secure=secure,
+            )
+    assert len(budget.history) == 1 and budget.history[0][1] == 3  # charged, never released
+    tight = PrivacyBudget(epsilon=1.0, delta=1e-6)
+    with pytest.raises(BudgetExceededError):
+        secure_weighted_average(
+            TEN, np.ones(10), weight_cap=1.0, settings=settings, seed=5, budget=tight
+        )
+    assert tight.history == () and len(built) == 8  # the secure attempt's 8 senders only
+    with pytest.raises(ValueError, match="no DP"):
+        secure_weighted_average(TEN, np.ones(10), clip=4.0, budget=budget)
