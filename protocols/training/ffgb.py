@@ -380,6 +380,8 @@ class FFGBResult:
             "payload_bytes": self.payload_bytes,
             "secure_aggregation_compatible": self.secure_aggregation_compatible,
             "rounds_skipped": self.rounds_skipped,
+            "dp_covers": "nothing",  # no noisy release: no DP guarantee of any kind
+            "model_dp": False,
             "rejected_updates": self.rejected_updates,
             "wall_time": self.wall_time,
             "seeds": dict(self.seeds),

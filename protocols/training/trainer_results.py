@@ -187,6 +187,22 @@ class TrainingResult:
         """
         return sum(bool(r.empty_tail) for r in self.history)
 
+    @property
+    def dp_covers(self) -> str:
+        """What ``epsilon_spent`` is a guarantee for: ``"nothing"`` (no noisy release: the run
+        has no DP) or ``"loss quantiles"`` (Δ-FL's thresholds; the model averages carry no
+        noise, so the trained model itself has no DP guarantee).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> from protocols.training.trainers import train
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> train(data, TrainerConfig(rounds=1, clients_per_round=2, secure=False)).dp_covers
+        'nothing'
+        """
+        return "nothing" if self.rho_spent == 0 else "loss quantiles"
+
     def to_dict(self, *, per_client: bool = True) -> dict[str, Any]:
         """A JSON-serialisable record (the parameters are left out).
 
@@ -218,6 +234,8 @@ class TrainingResult:
             "rho_spent": self.rho_spent,
             "epsilon_spent": self.epsilon_spent,
             "delta": self.delta,
+            "dp_covers": self.dp_covers,
+            "model_dp": False,
             "num_secure_averages": self.num_secure_averages,
             "num_secure_sums": self.num_secure_sums,
             "rounds_skipped": self.rounds_skipped,

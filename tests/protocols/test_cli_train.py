@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from protocols.cli import _train
+from protocols.cli import _train, main
 
 
 def run(argv: list[str]) -> int:
@@ -90,3 +90,33 @@ def test_fedplus_and_ffgb_through_the_same_command(
     assert [r["algorithm"] for r in runs[:2]] == ["fedavg+", "fedcomed+"]
     assert [r["config"]["variant"] for r in runs[2:]] == ["ffgb-c", "ffgb-l"]
     assert all(0.0 <= r["errors"]["mean"] <= 1.0 for r in runs)
+
+
+def test_the_table_says_what_the_privacy_covers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+
+    code = main(
+        [
+            "train",
+            "--rounds",
+            "2",
+            "--algo",
+            "deltafl,fedavg",
+            "--no-secure",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    deltafl = next(line for line in out.splitlines() if line.startswith("Δ-FL"))
+    fedavg = next(line for line in out.splitlines() if line.startswith("FedAvg"))
+    assert "loss quantiles" in deltafl and "nothing (no DP)" in fedavg
+    assert " 0 " not in fedavg.split("nothing")[0][-12:]  # no "ε 0" that reads as perfect privacy
+    assert "no trained model has a DP guarantee" in out
+    record = json.loads((tmp_path / "train_results.json").read_text())
+    by_algorithm = {r["algorithm"]: r for r in record["runs"]}
+    assert by_algorithm["deltafl"]["dp_covers"] == "loss quantiles"
+    assert by_algorithm["fedavg"]["dp_covers"] == "nothing"
+    assert not any(r["model_dp"] for r in record["runs"])
