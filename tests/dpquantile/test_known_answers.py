@@ -1,4 +1,4 @@
-"""Known-answer outputs of every sampler from fixed injected streams (data/known_answers.json).
+"""Known-answer outputs of every sampler from fixed streams (``dpquantile/known_answers.json``).
 
 Any change to how a sampler consumes its stream or maps words to values changes these outputs; if
 the change is intended, regenerate with ``python tests/dpquantile/test_known_answers.py`` and
@@ -24,7 +24,8 @@ from dpquantile import (
 )
 from secagg.randomness import KeystreamRandom
 
-DATA = Path(__file__).with_name("data") / "known_answers.json"
+# The one home of the samplers' known answers: package data, read by the audits too.
+DATA = Path(__file__).resolve().parents[2] / "dpquantile" / "known_answers.json"
 COUNT = 24
 
 CASES: list[dict[str, Any]] = [
@@ -86,7 +87,7 @@ def _regenerate() -> None:
     payload: dict[str, Any] = {
         "description": "First outputs of each sampler from KeystreamRandom(seed, "
         "label=b'dpquantile/known-answers'); regenerate with "
-        "python tests/dpquantile/test_known_answers.py",
+        "python tests/dpquantile/test_known_answers.py (also read by audits/ours.py)",
         "count": COUNT,
         "cases": cases,
     }

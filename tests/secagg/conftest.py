@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -12,7 +12,6 @@ import pytest
 
 from secagg import Client, KeystreamRandom, SecAggConfig, Server, generate_identities
 
-DATA = Path(__file__).parent / "data"
 NONCE = b"secagg-dp tests!"  # 16 bytes: a fixed round nonce for hand-driven rounds
 
 
@@ -57,8 +56,8 @@ def make_round(
 
 @pytest.fixture(scope="session")
 def known_answers() -> dict[str, Any]:
-    """The committed known-answer vectors (tests/secagg/data/known_answers.json)."""
-    with open(DATA / "known_answers.json") as handle:
+    """The committed known-answer vectors (package data: secagg/known_answers.json)."""
+    with resources.files("secagg").joinpath("known_answers.json").open() as handle:
         data: dict[str, Any] = json.load(handle)
     return data
 
