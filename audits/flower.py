@@ -25,6 +25,7 @@ import contextlib
 import importlib
 import importlib.metadata
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
@@ -52,7 +53,9 @@ from audits.targets import (
 __all__ = [
     "FLOWER_VERSION",
     "LOCAL_DP_EPSILON",
+    "FlowerRound",
     "FlowerTarget",
+    "LoopbackGrid",
     "known_defects",
     "load_flower",
     "quiet_flower",
@@ -85,6 +88,11 @@ _MODULES = {
     "strategy": "flwr.server.strategy",
     "identity": "flwr.supercore.task_identity",
     "localdp": "flwr.client.mod.localdp_mod",
+    # What bench/_flower_anchor.py times besides (Flower's primitives, one at a time).
+    "sym": "flwr.common.secure_aggregation.crypto.symmetric_encryption",
+    "quant": "flwr.common.secure_aggregation.quantization",
+    "arith": "flwr.common.secure_aggregation.ndarrays_arithmetic",
+    "asym": "flwr.supercore.primitives.asymmetric",
 }
 
 
@@ -146,19 +154,34 @@ def _ensure_identity(f: SimpleNamespace) -> None:
             setattr(identity, attr, 0)
 
 
-class _Grid:
-    """In-process grid: each message through Flower's serde to ``secaggplus_mod`` and back."""
+class LoopbackGrid:
+    """In-process Flower ``Grid``: each message through Flower's protobuf serde to
+    ``secaggplus_mod`` and back, with the books a benchmark needs (per stage: the clients'
+    seconds and which node each was, bytes each way; ``seconds`` in all).
+
+    Examples
+    --------
+    >>> LoopbackGrid.__name__  # needs Flower; see FlowerRound
+    'LoopbackGrid'
+    """
 
     def __init__(self, f: SimpleNamespace, contexts: dict[int, Any], train: Any) -> None:
         self.f, self.contexts, self.train = f, contexts, train
-        self.silent: dict[str, set[int]] = {}
+        self.silent: dict[str, set[int]] = {}  # stage → nodes that never answer
         self.replies: dict[str, list[Any]] = {}
+        self.seconds = 0.0
+        self.client_seconds: dict[str, list[float]] = {}
+        self.client_nodes: dict[str, list[int]] = {}
+        self.bytes_down: dict[str, list[int]] = {}
+        self.bytes_up: dict[str, list[int]] = {}
 
-    def _wire(self, message: Any) -> Any:
+    def _wire(self, message: Any) -> tuple[Any, int]:
         data = self.f.serde.message_to_proto(message).SerializeToString()
-        return self.f.serde.message_from_proto(self.f.pb.Message.FromString(data))
+        return self.f.serde.message_from_proto(self.f.pb.Message.FromString(data)), len(data)
 
     def send_and_receive(self, messages: Any, *, timeout: float | None = None) -> list[Any]:
+        """Deliver each message to its node's mod; the replies of the nodes not silent."""
+        entered = time.perf_counter()
         key = self.f.consts.RECORD_KEY_CONFIGS
         replies = []
         for message in messages:
@@ -166,13 +189,17 @@ class _Grid:
             destination = message.metadata.dst_node_id
             if destination in self.silent.get(stage, set()):
                 continue
-            reply = self._wire(
-                self.f.mod.secaggplus_mod(
-                    self._wire(message), self.contexts[destination], self.train
-                )
-            )
+            inbound, down = self._wire(message)
+            start = time.perf_counter()
+            answer = self.f.mod.secaggplus_mod(inbound, self.contexts[destination], self.train)
+            self.client_seconds.setdefault(stage, []).append(time.perf_counter() - start)
+            self.client_nodes.setdefault(stage, []).append(destination)
+            reply, up = self._wire(answer)
+            self.bytes_down.setdefault(stage, []).append(down)
+            self.bytes_up.setdefault(stage, []).append(up)
             self.replies.setdefault(stage, []).append(reply)
             replies.append(reply)
+        self.seconds += time.perf_counter() - entered
         return replies
 
 
@@ -194,11 +221,12 @@ class FlowerRound:
         f: SimpleNamespace,
         *,
         n: int,
-        threshold: int,
+        threshold: float,
         d: int,
         seed: int,
         silent_at: Mapping[str, set[int]] | None = None,
         constant: bool = False,
+        num_shares: float = 1.0,
         **workflow: Any,
     ) -> None:
         self.f = f
@@ -224,7 +252,7 @@ class FlowerRound:
             )
             for nid in self.node_ids
         }
-        self.grid = _Grid(f, self.contexts, self._train)
+        self.grid = LoopbackGrid(f, self.contexts, self._train)
         for stage, nodes in (silent_at or {}).items():
             self.grid.silent[stage] = {self.node_ids[i] for i in nodes}
         self.strategy = recording_strategy(f, n)
@@ -245,7 +273,7 @@ class FlowerRound:
         self.warnings: list[str] = []
         with quiet_flower(self.warnings):
             self.workflow = f.workflow.SecAggPlusWorkflow(
-                num_shares=1.0, reconstruction_threshold=threshold, **workflow
+                num_shares=num_shares, reconstruction_threshold=threshold, **workflow
             )
         self.state = f.workflow.WorkflowState()
         self.summed: set[int] = set()

@@ -37,13 +37,13 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from audits.flower import quiet_flower, recording_strategy
+from audits.flower import FlowerRound, load_flower
 
 PINNED_VERSION = "1.42.0"
 # Defaults of SecAggPlusWorkflow.__init__ in Flower 1.42 (forwarded to the client mod).
@@ -52,38 +52,13 @@ TARGET_RANGE = 4194304  # quantization_range, 2**22
 CLIPPING_RANGE = 8.0  # clipping_range
 MAX_WEIGHT = 1000.0  # max_weight
 
-_MODULES = {
-    "shamir": "flwr.common.secure_aggregation.crypto.shamir",
-    "sym": "flwr.common.secure_aggregation.crypto.symmetric_encryption",
-    "quant": "flwr.common.secure_aggregation.quantization",
-    "utils": "flwr.common.secure_aggregation.secaggplus_utils",
-    "arith": "flwr.common.secure_aggregation.ndarrays_arithmetic",
-    "consts": "flwr.common.secure_aggregation.secaggplus_constants",
-    "asym": "flwr.supercore.primitives.asymmetric",
-    "common": "flwr.common",
-    "compat": "flwr.compat.common.recorddict_compat",
-    "serde": "flwr.common.serde",
-    "pb": "flwr.proto.message_pb2",
-    "app": "flwr.app",
-    "msgtype": "flwr.app.message_type",
-    "mod": "flwr.client.mod.secure_aggregation.secaggplus_mod",
-    "workflow": "flwr.server.workflow.secure_aggregation.secaggplus_workflow",
-    "wfconst": "flwr.server.workflow.constant",
-    "legacy": "flwr.server.compat.legacy_context",
-    "proxy": "flwr.server.compat.grid_client_proxy",
-    "manager": "flwr.server.client_manager",
-    "strategy": "flwr.server.strategy",
-    "identity": "flwr.supercore.task_identity",
-}
-
-
 # --------------------------------------------------------------------------- plumbing
 
 
 @functools.cache
 def _flwr() -> SimpleNamespace:
-    """Import every Flower module used here (cached; raises if flwr is missing)."""
-    return SimpleNamespace(**{k: importlib.import_module(v) for k, v in _MODULES.items()})
+    """Flower's modules, as the audits' adapter imports them (cached; raises if flwr is missing)."""
+    return load_flower()
 
 
 def available() -> bool:
@@ -370,166 +345,56 @@ def shamir_reconstruct(
 # ------------------------------------------------------------ in-process Flower round
 
 
-class _LoopbackGrid:
-    """In-process stand-in for Flower's ``Grid``.
-
-    Each message goes through Flower's protobuf serde (``message_to_proto`` ->
-    bytes -> ``message_from_proto``) to a client whose app is ``secaggplus_mod`` in
-    front of ``train``, and the reply comes back the same way. Time spent here (serde
-    plus client work) is accumulated so that server timings can exclude it.
-    """
-
-    def __init__(
-        self,
-        f: SimpleNamespace,
-        contexts: dict[int, Any],
-        train: Callable[[Any, Any], Any],
-    ) -> None:
-        self.f = f
-        self.contexts = contexts
-        self.train = train
-        self.silent: dict[str, set[int]] = {}  # stage -> nodes that never answer
-        self.seconds = 0.0
-        self.client_seconds: dict[str, list[float]] = {}
-        self.client_nodes: dict[str, list[int]] = {}
-        self.bytes_down: dict[str, list[int]] = {}
-        self.bytes_up: dict[str, list[int]] = {}
-
-    def _wire(self, msg: Any) -> tuple[Any, int]:
-        data = self.f.serde.message_to_proto(msg).SerializeToString()
-        return self.f.serde.message_from_proto(self.f.pb.Message.FromString(data)), len(data)
-
-    def send_and_receive(
-        self, messages: Iterable[Any], *, timeout: float | None = None
-    ) -> list[Any]:
-        t_enter = time.perf_counter()
-        key_cfg = self.f.consts.RECORD_KEY_CONFIGS
-        replies = []
-        for msg in messages:
-            stage = str(msg.content.config_records[key_cfg][self.f.consts.Key.STAGE])
-            dst = msg.metadata.dst_node_id
-            if dst in self.silent.get(stage, set()):
-                continue
-            inbound, n_down = self._wire(msg)
-            t0 = time.perf_counter()
-            reply = self.f.mod.secaggplus_mod(inbound, self.contexts[dst], self.train)
-            self.client_seconds.setdefault(stage, []).append(time.perf_counter() - t0)
-            self.client_nodes.setdefault(stage, []).append(dst)
-            back, n_up = self._wire(reply)
-            self.bytes_down.setdefault(stage, []).append(n_down)
-            self.bytes_up.setdefault(stage, []).append(n_up)
-            replies.append(back)
-        self.seconds += time.perf_counter() - t_enter
-        return replies
-
-
-class _FlowerRound:
-    """One SecAgg+ round run entirely by Flower's code, in process.
-
-    Server: ``SecAggPlusWorkflow`` stage methods on a ``LegacyContext`` with a FedAvg
-    whose ``aggregate_fit`` only records its input. Clients: ``secaggplus_mod`` with a
-    ``train`` that returns a fixed float32 update. Nodes in ``drop`` never answer the
-    collect_masked_vectors stage (they drop after share_keys, so unmask must recover
-    their pairwise masks from ``sk1`` shares).
+class _FlowerRound(FlowerRound):
+    """The audits' in-process Flower SecAgg+ round (:class:`audits.flower.FlowerRound`, the one
+    driver of Flower's workflow in this project) with a benchmark's books: per-stage wall and
+    server-only seconds, the time of our ``train`` inside the mod, and a snapshot after
+    collect_masked_vectors so that ``unmask`` can be timed repeatedly. ``dropped`` nodes never
+    answer collect_masked_vectors (unmask recovers their pairwise masks from ``sk1`` shares).
     """
 
     def __init__(
         self,
         n: int,
-        num_shares: int | float,
-        threshold: int | float,
+        num_shares: float,
+        threshold: float,
         d: int,
         dropped: int = 0,
         seed: int = 0,
         workflow_kwargs: dict[str, Any] | None = None,
     ) -> None:
         f = _require()
-        self.f = f
-        ident = f.identity.TaskIdentity
-        for attr in ("run_id", "node_id", "task_id"):
-            if getattr(ident, f"_{attr}") is None:
-                setattr(ident, attr, 0)
-        rng = np.random.default_rng(seed)
-        self.d = d
-        self.seed = seed
-        ids = set()
-        while len(ids) < n:
-            ids.add(int(rng.integers(1, 2**62)))
-        self.node_ids = sorted(ids)
-        self.weights = {nid: int(rng.integers(50, 500)) for nid in self.node_ids}
-        drop_idx = rng.choice(n, size=dropped, replace=False) if dropped else []
-        self.dropped = {self.node_ids[int(i)] for i in drop_idx}
-        self.weighted_sum = np.zeros(d, dtype=np.float64)
-        self.weight_total = 0
-        self.train_seconds: dict[int, float] = {}  # our train() inside the mod's call
-
-        app = f.app
-        self.contexts = {
-            nid: app.Context(
-                run_id=0, node_id=nid, node_config={}, state=app.RecordDict(), run_config={}
-            )
-            for nid in self.node_ids
-        }
-        self.grid = _LoopbackGrid(f, self.contexts, self._train)
-        self.grid.silent[f.consts.Stage.COLLECT_MASKED_VECTORS] = set(self.dropped)
-
-        self.strategy = recording_strategy(f, n)
-        manager = f.manager.SimpleClientManager()
-        base = app.Context(
-            run_id=0, node_id=0, node_config={}, state=app.RecordDict(), run_config={}
+        drop = np.random.default_rng([seed, 1]).choice(n, size=dropped, replace=False)
+        stage = f.consts.Stage.COLLECT_MASKED_VECTORS
+        self.train_seconds: dict[int, float] = {}
+        super().__init__(
+            f,
+            n=n,
+            threshold=threshold,
+            d=d,
+            seed=seed,
+            silent_at={stage: {int(i) for i in drop}},
+            num_shares=num_shares,
+            **(workflow_kwargs or {}),
         )
-        self.ctx = f.legacy.LegacyContext(base, strategy=self.strategy, client_manager=manager)
-        self.ctx.state.config_records[f.wfconst.MAIN_CONFIGS_RECORD] = app.ConfigRecord(
-            {f.wfconst.Key.CURRENT_ROUND: 1}
-        )
-        global_params = f.common.ndarrays_to_parameters([np.zeros(d, dtype=np.float32)])
-        self.ctx.state.array_records[f.wfconst.MAIN_PARAMS_RECORD] = (
-            f.compat.parameters_to_arrayrecord(global_params, keep_input=True)
-        )
-        for nid in self.node_ids:
-            manager.register(f.proxy.GridClientProxy(nid, self.grid, 0))
-        self.warnings: list[str] = []
-        with quiet_flower(self.warnings):
-            self.workflow = f.workflow.SecAggPlusWorkflow(
-                num_shares=num_shares,
-                reconstruction_threshold=threshold,
-                **(workflow_kwargs or {}),
-            )
-        self.state = f.workflow.WorkflowState()
+        self.d, self.seed = d, seed
+        self.dropped = {self.node_ids[int(i)] for i in drop}
+        self.ctx = self.context
         self.stage_seconds: dict[str, float] = {}
         self.stage_server_seconds: dict[str, float] = {}
         self._snap: dict[str, Any] = {}
 
-    def _update(self, nid: int) -> np.ndarray:
-        rng = np.random.default_rng([self.seed, nid % 2**32])
-        return rng.uniform(-1.0, 1.0, self.d).astype(np.float32)
-
-    def _train(self, msg: Any, ctxt: Any) -> Any:
-        t0 = time.perf_counter()
-        f = self.f
-        nid = ctxt.node_id
-        x = self._update(nid)
-        w = self.weights[nid]
-        self.weighted_sum += w * x.astype(np.float64)
-        self.weight_total += w
-        fitres = f.common.FitRes(
-            status=f.common.Status(code=f.common.Code.OK, message=""),
-            parameters=f.common.ndarrays_to_parameters([x]),
-            num_examples=w,
-            metrics={},
-        )
-        content = f.compat.fitres_to_recorddict(fitres, keep_input=True)
-        reply = f.app.Message(content=content, reply_to=msg)
-        self.train_seconds[nid] = time.perf_counter() - t0
+    def _train(self, message: Any, context: Any) -> Any:
+        start = time.perf_counter()
+        reply = super()._train(message, context)
+        self.train_seconds[context.node_id] = time.perf_counter() - start
         return reply
 
     def run_stage(self, name: str) -> bool:
-        stage = getattr(self.workflow, f"{name}_stage")
         grid_before = self.grid.seconds
-        with quiet_flower(self.warnings):
-            t0 = time.perf_counter()
-            ok = bool(stage(self.grid, self.ctx, self.state))
-            total = time.perf_counter() - t0
+        start = time.perf_counter()
+        ok = self.stage(name)
+        total = time.perf_counter() - start
         self.stage_seconds[name] = total
         self.stage_server_seconds[name] = total - (self.grid.seconds - grid_before)
         return ok
@@ -573,11 +438,11 @@ class _FlowerRound:
 
     def max_abs_error(self) -> float:
         """Distance between Flower's aggregate and the true weighted mean of survivors."""
-        results = self.strategy.recorded
-        if not results:
+        aggregate = self.aggregate()
+        if aggregate is None:
             return float("inf")
-        agg = self.f.common.parameters_to_ndarrays(results[0][1].parameters)[0]
-        return float(np.max(np.abs(agg - self.weighted_sum / self.weight_total)))
+        survivors = [nid for nid in self.node_ids if nid not in self.dropped]
+        return float(np.max(np.abs(aggregate - self.expected(survivors))))
 
 
 def _instrumented_unmask(rnd: _FlowerRound) -> dict[str, Any]:
