@@ -62,6 +62,7 @@ from protocols.aggregation._quantization import plan_quantization
 from secagg import KeystreamRandom, TooFewSurvivorsError, TrustStore
 from secagg.integrations.flower import (
     ClientAppCallable,
+    GridSession,
     GridSumResult,
     IdentitySource,
     SumEncoding,
@@ -200,6 +201,8 @@ def _weiszfeld_encoder(
     contribution = rule.contributions(plan, vector[None, :])
     beta = min(float(contribution.weights[0]), weight_cap)
     extras = np.zeros(0) if contribution.extras is None else contribution.extras[0]
+    # A call with fewer extras than bounds (call 0 in a session of d + 2) sends zeros there.
+    extras = np.concatenate([extras, np.zeros(max(0, len(bounds) - extras.size))])
     extras = np.clip(extras, -np.asarray(bounds), np.asarray(bounds))
     return _weighted_row(vector, beta, weight_cap, clip, extras / np.asarray(bounds))
 
@@ -674,11 +677,27 @@ class SecureStrategy:
             max_iterations=self.max_iterations,
         )
         driver = IterativeSecureAggregate(rule, max_calls=self.max_iterations + 1)
+        # Every call in one session (one key setup; each further call is masked input, (the
+        # consistency check,) unmask): [βw ; β ; F-term], call 0's F-term a zero pad.
+        session = GridSession(
+            grid,
+            sums=self.max_iterations + 1,
+            dimension=d + 2,
+            node_ids=nodes,
+            threshold=self.threshold,
+            neighbors=self.neighbors,
+            modulus_bits=self.modulus_bits,
+            timeout=self.phase_timeout,
+            threat_model=self.threat_model,
+            trust_store=self.trust_store,
+            seed=self._seed(server_round),
+            group_id=str(server_round),
+        )
         plan = driver.start()
         sums: list[GridSumResult] = []
         while plan is not None:
             assert plan.weight_cap is not None
-            bounds = list(plan.extra_bounds)
+            bounds = list(plan.extra_bounds) or [1.0]
             fields: dict[str, Any] = {
                 "index": plan.index,
                 "clip": self.clip,
@@ -691,15 +710,12 @@ class SecureStrategy:
             body = _call_body(content, plan.index, fields)
             if plan.previous is not None:
                 body[CENTRE_KEY] = ArrayRecord([plan.previous.average])
-            outcome = self._sum(
-                grid,
+            outcome = session.sum(
                 body,
-                nodes,
                 encoding=SumEncoding(clip=1.0, weight_key=None),
-                dimension=d + 1 + len(bounds),
                 encoder="weiszfeld",
+                iterate=plan.encode(),
                 group_id=f"{server_round}.{plan.index}",
-                seed=self._seed(server_round, plan.index),
             )
             sums.append(outcome)
             total = outcome.total
@@ -710,7 +726,7 @@ class SecureStrategy:
             view = ServerView(
                 average=average,
                 weight_sum=weight_sum,
-                extras=total[d + 1 :] * np.asarray(bounds, dtype=np.float64),
+                extras=(total[d + 1 :] * np.asarray(bounds))[: len(plan.extra_bounds)],
                 survivors=tuple(outcome.client_ids[n] - 1 for n in outcome.survivors),
                 dropped=tuple(outcome.client_ids[n] - 1 for n in outcome.dropped),
                 certified_max_effective_weight=min(1.0, cap / weight_sum),

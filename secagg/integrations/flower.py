@@ -46,13 +46,18 @@ from numpy.typing import NDArray
 from secagg.client import Client
 from secagg.config import PHASES, Phase, SecAggConfig
 from secagg.driver import Delivery, PeerFault, RoundDriver
-from secagg.errors import ProtocolError, RemoteProtocolError, TooFewSurvivorsError
+from secagg.errors import (
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    TooFewSurvivorsError,
+)
 from secagg.identity import IdentityKey, TrustStore, load_identity
 from secagg.messages import encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Quantizer, RingArray, check_headroom
 from secagg.runner import default_threshold
-from secagg.server import Server
+from secagg.server import Server, ServerState
 
 if TYPE_CHECKING:
     from flwr.app import Context, Message, RecordDict
@@ -64,6 +69,7 @@ __all__ = [
     "RECORD_KEY",
     "STATE_KEY",
     "TRUST_STORE_CONFIG_KEY",
+    "GridSession",
     "GridSumResult",
     "IdentitySource",
     "SumEncoding",
@@ -417,7 +423,8 @@ def make_secagg_mod(
                 payload = _field(record, "payload", bytes)
                 extra = RecordDict()
                 if stage == Phase.MASKED_INPUT.value:
-                    encoding = SumEncoding.from_record(saved)
+                    # A further sum of a session may bring its own encoding.
+                    encoding = SumEncoding.from_record(record if "clip" in record else saved)
                     name = str(record.get("encoder", ""))
                     if name and name not in known:
                         raise RemoteProtocolError(f"no encoder {name!r} on this node", peer_id=0)
@@ -495,7 +502,9 @@ def _train_and_set_input(
     assert encoding.scale is not None
     rng = None
     if seed is not None:
-        rng = _client_random(seed, client.config, client.client_id).spawn(b"quantize")
+        # The first sum's label is the one-sum label; each further sum of a session has its own.
+        label = b"quantize" if client.iteration == 0 else b"quantize/%d" % (client.iteration + 1)
+        rng = _client_random(seed, client.config, client.client_id).spawn(label)
     quantizer = Quantizer(encoding.clip, encoding.scale)
     client.set_input(quantizer.to_ring(vector, client.config.ring, rng=rng))
     return kept
@@ -533,6 +542,8 @@ class GridSumResult:
         Per phase: wall time of the phase (send, wait, server work), our payload bytes.
     faults
         Descriptions of invalid replies, blaming their nodes.
+    iteration
+        Which sum of its :class:`GridSession` this is (1 for :func:`run_secure_sum`).
     """
 
     total: NDArray[np.float64]
@@ -547,6 +558,7 @@ class GridSumResult:
     upload_bytes: dict[str, int] = field(default_factory=dict)
     download_bytes: dict[str, int] = field(default_factory=dict)
     faults: tuple[str, ...] = ()
+    iteration: int = 1
 
     @property
     def average(self) -> NDArray[np.float64]:
@@ -589,8 +601,18 @@ class _GridTransport:
         self.grid, self.nodes, self.start = grid, set(nodes), start
         self.content, self.encoder = content, encoder
         self.message_type, self.group_id = message_type, group_id
+        self.encoding_fields: dict[str, Any] = {}  # a further sum's encoding, if it has its own
         self.seconds = dict.fromkeys(PHASES, 0.0)
         self.errored: dict[int, str] = {}  # node → the phase it answered with an error
+
+    def next_sum(
+        self, content: RecordDict, encoder: str, group_id: str, encoding: SumEncoding
+    ) -> None:
+        """Carry a further sum of the session: its content, encoder, group and encoding."""
+        self.content, self.encoder, self.group_id = content, encoder, group_id
+        self.encoding_fields = dict(encoding.to_record())
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.errored = {}
 
     def _envelope(self, stage: str, node: int, data: bytes) -> Message:
         from flwr.app import ConfigRecord, RecordDict  # noqa: PLC0415
@@ -601,6 +623,8 @@ class _GridTransport:
         body = RecordDict({RECORD_KEY: record})
         if stage == Phase.MASKED_INPUT.value:
             record["encoder"] = self.encoder
+            for name, value in self.encoding_fields.items():
+                record[name] = value
             for name, value in self.content.items():
                 body[name] = value
         return FlowerMessage(
@@ -719,117 +743,258 @@ def run_secure_sum(
     'run_secure_sum'
     """
 
-    nodes = sorted(int(u) for u in (grid.get_node_ids() if node_ids is None else node_ids))
-    if len(set(nodes)) != len(nodes):
-        raise ValueError("node ids must be distinct")
-    n = len(nodes)
-    if n < 2:
-        raise ValueError(f"a secure sum needs at least 2 nodes; got {n}")
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive; got {timeout}")
     model_size = _model_size(content) if dimension is None else int(dimension)
-    encoding = encoding.resolved(n, modulus_bits)
-    if threshold is None:
-        threshold = default_threshold(n, neighbors)
-    nonce_source = KeystreamRandom(seed, label=b"secagg-dp/flower/round/" + group_id.encode())
-    config = SecAggConfig(
-        dimension=encoding.dimension(model_size),
-        threshold=threshold,
-        modulus_bits=modulus_bits,
-        neighbors=neighbors,
-        round_nonce=nonce_source.random_bytes(16),
-        vector_name=b"flower",
-        threat_model=threat_model,
-        max_colluding=max_colluding,
-    )
-    if config.malicious and not isinstance(trust_store, TrustStore):
-        raise TypeError(
-            "the malicious mode needs trust_store= (every client's verification key; "
-            "`secagg-dp keys` writes one), or threat_model='semi-honest'"
-        )
-    # Semi-honest: the server numbers the nodes. Malicious: each node names the id its identity
-    # has in the trust store, and the server learns it from the node's signed advertisement.
-    assigned: dict[int, int] | None = (
-        None if config.malicious else {node: u for u, node in enumerate(nodes, 1)}
-    )
-    start_fields = {"config": config.to_bytes(), **encoding.to_record()}
-    transport = _GridTransport(
+    invited = grid.get_node_ids() if node_ids is None else node_ids
+    encoding = encoding.resolved(max(len(list(invited)), 1), modulus_bits)  # before any message
+    session = GridSession(
         grid,
-        nodes,
-        start=lambda node: {**start_fields, "client-id": (assigned or {}).get(node, 0)},
-        content=content,
-        encoder=encoder,
+        sums=1,
+        dimension=encoding.dimension(model_size),
+        node_ids=list(invited),
+        threshold=threshold,
+        neighbors=neighbors,
+        modulus_bits=modulus_bits,
+        timeout=timeout,
         message_type=message_type,
+        seed=seed,
+        on_phase=on_phase,
+        min_inputs=min_inputs,
+        threat_model=threat_model,
+        trust_store=trust_store,
+        max_colluding=max_colluding,
         group_id=group_id,
     )
-    driver = RoundDriver(transport, timeout=timeout, on_phase=on_phase)
+    return session.sum(content, encoding=encoding, encoder=encoder, group_id=group_id)
 
-    def make_server(ids: list[int]) -> Server:
-        if len(ids) < max(threshold + 1, min_inputs):
-            raise TooFewSurvivorsError(
-                f"only {len(ids)} nodes advertised keys; threshold t={threshold} needs at "
-                f"least {threshold + 1} (and min_inputs={min_inputs})",
-                arrived=len(ids),
-                min_inputs=min_inputs,
-            )
-        return Server(
-            config,
-            ids,
-            min_inputs=min_inputs,
-            trust_store=trust_store,
-            random_source=nonce_source.spawn(b"server"),
+
+class GridSession:
+    """Several secure sums of the same Flower nodes over one key setup.
+
+    The first :meth:`sum` runs every phase (one ``grid.send_and_receive`` each); each further
+    sum is the masked-input phase — its request carries the iterate — then (malicious mode)
+    the consistency check and unmask: two or three ``send_and_receive`` calls and no key
+    agreement, Shamir sharing or share encryption (:class:`secagg.Session`'s protocol, the
+    nodes' :func:`make_secagg_mod` keeping each client's state between messages). A node that
+    drops in one sum is out of the later ones. Every sum has the session's ``dimension``.
+
+    Parameters
+    ----------
+    grid
+        The ServerApp's Grid.
+    sums
+        R, the most sums of the session (1 to 255).
+    dimension
+        The length of every summed vector (``encoding.dimension(model_size)``).
+    node_ids, threshold, neighbors, modulus_bits, timeout, message_type, seed, on_phase,
+    min_inputs, threat_model, trust_store, max_colluding, group_id
+        As for :func:`run_secure_sum` (``group_id`` names the session's round nonce).
+
+    Examples
+    --------
+    >>> GridSession.__name__  # needs a Flower Grid; see tests/integrations/test_flower_mod.py
+    'GridSession'
+    """
+
+    def __init__(
+        self,
+        grid: Grid,
+        *,
+        sums: int,
+        dimension: int,
+        node_ids: Sequence[int] | None = None,
+        threshold: int | None = None,
+        neighbors: int | None = None,
+        modulus_bits: int = 32,
+        timeout: float = 60.0,
+        message_type: str = "train",
+        seed: int | None = None,
+        on_phase: Callable[[str, int], None] | None = None,
+        min_inputs: int = 1,
+        threat_model: str = "malicious",
+        trust_store: TrustStore | None = None,
+        max_colluding: int | None = None,
+        group_id: str = "",
+    ) -> None:
+        nodes = sorted(int(u) for u in (grid.get_node_ids() if node_ids is None else node_ids))
+        if len(set(nodes)) != len(nodes):
+            raise ValueError("node ids must be distinct")
+        if len(nodes) < 2:
+            raise ValueError(f"a secure sum needs at least 2 nodes; got {len(nodes)}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive; got {timeout}")
+        if threshold is None:
+            threshold = default_threshold(len(nodes), neighbors)
+        self._nonce_source = KeystreamRandom(
+            seed, label=b"secagg-dp/flower/round/" + group_id.encode()
         )
+        self.config = SecAggConfig(
+            dimension=dimension,
+            threshold=threshold,
+            modulus_bits=modulus_bits,
+            neighbors=neighbors,
+            round_nonce=self._nonce_source.random_bytes(16),
+            vector_name=b"flower",
+            threat_model=threat_model,
+            max_colluding=max_colluding,
+            iterations=sums,
+        )
+        if self.config.malicious and not isinstance(trust_store, TrustStore):
+            raise TypeError(
+                "the malicious mode needs trust_store= (every client's verification key; "
+                "`secagg-dp keys` writes one), or threat_model='semi-honest'"
+            )
+        self.grid, self.nodes, self.timeout = grid, nodes, timeout
+        self.message_type, self.on_phase = message_type, on_phase
+        self.min_inputs, self.trust_store = min_inputs, trust_store
+        self._server: Server | None = None
+        self._client_of: dict[int, int] = {}
+        self._done = 0
 
-    server = driver.setup(
-        [(node, b"") for node in nodes],
-        make_server,
-        config.phases,
-        expected=assigned,
-        trust_store=trust_store if config.malicious else None,
-    )
-    client_of = driver.client_of
-    faults = [f"node {f.peer} in {f.phase}: {f.reason}" for f in driver.faults]
-    errored = transport.errored
-    seconds = {
-        p: transport.seconds[p] + driver.server_seconds[p] + driver.wire_seconds[p]
-        for p in PHASES
-    }
-    upload, download = driver.upload, driver.download
-    result = server.result
-    ring = config.ring
-    centered = ring.centered(result.total)
-    decoded_total = Quantizer(encoding.clip, encoding.scale or 1.0).dequantize(centered)
-    node_of = {u: node for node, u in client_of.items()}
-    survivors = tuple(sorted(node_of[u] for u in result.survivors))
-    if encoding.weighted:
-        total, weight_total = decoded_total[:-1], float(decoded_total[-1]) / encoding.clip
-    else:
-        total, weight_total = decoded_total, float(len(survivors))
-    participants = result.phase_participants
-    dropped: dict[int, str] = {}
-    for node in nodes:
-        u = client_of.get(node)
-        for phase in config.phases:
-            if u is None or u not in participants[phase.value]:
-                dropped[node] = errored.get(node, phase.value)
-                break
-    for fault in result.faults:
-        blamed = node_of.get(fault.peer_id) if fault.peer_id is not None else None
-        faults.append(f"node {blamed}: {fault}" if blamed is not None else str(fault))
-    return GridSumResult(
-        total=total,
-        weight_total=weight_total,
-        survivors=survivors,
-        dropped=dropped,
-        ring_total=result.total,
-        encoding=encoding,
-        config=config,
-        client_ids=dict(client_of),
-        seconds=seconds,
-        upload_bytes=upload,
-        download_bytes=download,
-        faults=tuple(faults),
-    )
+    @property
+    def remaining(self) -> int:
+        """How many more sums the session can run."""
+        if self._server is not None and self._server.state is ServerState.ABORTED:
+            return 0
+        return self.config.iterations - self._done
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        """The nodes still in the session (every invited node before the first sum)."""
+        if self._server is None:
+            return tuple(self.nodes)
+        node_of = {u: node for node, u in self._client_of.items()}
+        return tuple(sorted(node_of[u] for u in self._server.members))
+
+    def sum(
+        self,
+        content: RecordDict,
+        *,
+        encoding: SumEncoding,
+        encoder: str = "",
+        iterate: bytes = b"",
+        group_id: str = "",
+    ) -> GridSumResult:
+        """The session's next secure sum of the nodes' vectors (``encoding`` may differ per sum).
+
+        Raises
+        ------
+        secagg.TooFewSurvivorsError
+            If too few nodes remain; the session ends.
+        secagg.LocalProtocolError
+            If the session has no sum left.
+        """
+        if self._done >= self.config.iterations:
+            raise LocalProtocolError("the session has no sum left")
+        if not isinstance(iterate, bytes):
+            raise TypeError(f"iterate must be bytes; got {type(iterate).__name__}")
+        config = self.config
+        members = self.members
+        encoding = encoding.resolved(len(self.nodes), config.modulus_bits)
+        assigned: dict[int, int] | None = (
+            None if config.malicious else {node: u for u, node in enumerate(self.nodes, 1)}
+        )
+        start_fields = {"config": config.to_bytes(), **encoding.to_record()}
+        transport = _GridTransport(
+            self.grid,
+            self.nodes,
+            start=lambda node: {**start_fields, "client-id": (assigned or {}).get(node, 0)},
+            content=content,
+            encoder=encoder,
+            message_type=self.message_type,
+            group_id=group_id,
+        )
+        driver = RoundDriver(transport, timeout=self.timeout, on_phase=self.on_phase)
+        if self._server is None:
+
+            def make_server(ids: list[int]) -> Server:
+                threshold = config.threshold
+                if len(ids) < max(threshold + 1, self.min_inputs):
+                    raise TooFewSurvivorsError(
+                        f"only {len(ids)} nodes advertised keys; threshold t={threshold} needs "
+                        f"at least {threshold + 1} (and min_inputs={self.min_inputs})",
+                        arrived=len(ids),
+                        min_inputs=self.min_inputs,
+                    )
+                return Server(
+                    config,
+                    ids,
+                    min_inputs=self.min_inputs,
+                    trust_store=self.trust_store,
+                    random_source=self._nonce_source.spawn(b"server"),
+                    iterate=iterate,
+                )
+
+            self._done += 1
+            server = driver.setup(
+                [(node, b"") for node in self.nodes],
+                make_server,
+                config.phases,
+                expected=assigned,
+                trust_store=self.trust_store if config.malicious else None,
+            )
+            self._server, self._client_of = server, dict(driver.client_of)
+            phases = list(config.phases)
+        else:
+            server = self._server
+            self._done += 1
+            transport.next_sum(content, encoder, group_id, encoding)
+            driver.client_of = dict(self._client_of)
+            phases = list(config.phases)
+            phases = phases[phases.index(Phase.MASKED_INPUT) :]
+            driver.run(server, server.begin_iteration(iterate), phases)
+        return self._outcome(server, driver, transport, encoding, members=members, phases=phases)
+
+    def _outcome(
+        self,
+        server: Server,
+        driver: RoundDriver,
+        transport: _GridTransport,
+        encoding: SumEncoding,
+        *,
+        members: Sequence[int],
+        phases: Sequence[Phase],
+    ) -> GridSumResult:
+        config, client_of = self.config, driver.client_of
+        faults = [f"node {f.peer} in {f.phase}: {f.reason}" for f in driver.faults]
+        seconds = {
+            p: transport.seconds[p] + driver.server_seconds[p] + driver.wire_seconds[p]
+            for p in PHASES
+        }
+        result = server.result
+        centered = config.ring.centered(result.total)
+        decoded_total = Quantizer(encoding.clip, encoding.scale or 1.0).dequantize(centered)
+        node_of = {u: node for node, u in client_of.items()}
+        survivors = tuple(sorted(node_of[u] for u in result.survivors))
+        if encoding.weighted:
+            total, weight_total = decoded_total[:-1], float(decoded_total[-1]) / encoding.clip
+        else:
+            total, weight_total = decoded_total, float(len(survivors))
+        participants = result.phase_participants
+        dropped: dict[int, str] = {}
+        for node in members:
+            u = client_of.get(node)
+            for phase in phases:
+                if u is None or u not in participants[phase.value]:
+                    dropped[node] = transport.errored.get(node, phase.value)
+                    break
+        for fault in result.faults:
+            blamed = node_of.get(fault.peer_id) if fault.peer_id is not None else None
+            faults.append(f"node {blamed}: {fault}" if blamed is not None else str(fault))
+        return GridSumResult(
+            total=total,
+            weight_total=weight_total,
+            survivors=survivors,
+            dropped=dropped,
+            ring_total=result.total,
+            encoding=encoding,
+            config=config,
+            client_ids=dict(client_of),
+            seconds=seconds,
+            upload_bytes=driver.upload,
+            download_bytes=driver.download,
+            faults=tuple(faults),
+            iteration=result.iteration,
+        )
 
 
 def dropout_phases(

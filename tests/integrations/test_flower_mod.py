@@ -17,10 +17,19 @@ pytest.importorskip(
 
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 
-from secagg import Client, HeadroomError, Quantizer, Ring, TooFewSurvivorsError, secure_sum
+from secagg import (
+    Client,
+    HeadroomError,
+    LocalProtocolError,
+    Quantizer,
+    Ring,
+    TooFewSurvivorsError,
+    secure_sum,
+)
 from secagg.integrations.flower import (
     RECORD_KEY,
     STATE_KEY,
+    GridSession,
     SumEncoding,
     _client_random,
     dropout_phases,
@@ -337,3 +346,67 @@ def test_bad_stage_is_an_error_reply(loopback_grid: Any, vector_client_app: Any)
     message.metadata.__dict__["_message_id"] = "m1"
     reply = app(message, context)
     assert reply.has_error() and "before advertise_keys" in str(reply.error.reason)
+
+
+class _PerSum:
+    """A client's train reply that changes with each sum (what a Weiszfeld step does)."""
+
+    def __init__(self, *vectors: Any) -> None:
+        self.vectors, self.calls = [np.asarray(v, dtype=np.float64) for v in vectors], 0
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        vector = self.vectors[min(self.calls, len(self.vectors) - 1)]
+        self.calls += 1
+        return np.asarray(vector, dtype=dtype)
+
+
+@pytest.mark.parametrize("threat_model", ["malicious", "semi-honest"])
+def test_a_grid_session_sums_again_without_a_new_setup(
+    loopback_grid: Any, vector_client_app: Any, threat_model: str
+) -> None:
+    nodes = [11, 22, 33, 44, 55, 66]
+    first, second = vectors_for(nodes, seed=1), vectors_for(nodes, seed=2)
+    apps = vector_client_app({n: _PerSum(first[n], second[n]) for n in nodes})
+    grid = loopback_grid(apps, silent={44: "unmask"})  # gone after its first masked input
+    session = GridSession(
+        grid,
+        sums=3,
+        dimension=DIM,
+        threshold=3,
+        timeout=5.0,
+        seed=4,
+        threat_model=threat_model,
+        trust_store=grid.trust_store,
+    )
+    encoding = SumEncoding(clip=2.0, scale=2.0**16, weight_key=None)
+    one = session.sum(content(), encoding=encoding, iterate=b"model 1")
+    setup_messages = len(grid.sent)
+    two = session.sum(content(), encoding=encoding, iterate=b"centre 2", group_id="1.1")
+    step = 10 / 2.0**16
+    np.testing.assert_allclose(one.total, sum(first[n] for n in nodes), atol=step)
+    # 44 dropped after masking in sum 1 (recovered there), and is out of sum 2.
+    assert 44 in one.survivors and 44 not in session.members and two.iteration == 2
+    assert two.survivors == (11, 22, 33, 55, 66)
+    np.testing.assert_allclose(two.total, sum(second[n] for n in two.survivors), atol=step)
+    # The further sum ran no key phase: masked input, (consistency check,) unmask only.
+    later = {str(m.content.config_records[RECORD_KEY]["stage"]) for m in grid.sent[setup_messages:]}
+    phases = {"masked_input", "unmask"} | (
+        {"consistency_check"} if threat_model == "malicious" else set()
+    )
+    assert later == phases
+    assert two.upload_bytes["advertise_keys"] == two.upload_bytes["share_keys"] == 0
+    assert session.remaining == 1
+
+
+def test_a_grid_session_refuses_a_sum_beyond_its_plan(
+    loopback_grid: Any, vector_client_app: Any
+) -> None:
+    nodes = [1, 2, 3, 4]
+    grid = loopback_grid(vector_client_app(vectors_for(nodes)))
+    session = GridSession(
+        grid, sums=1, dimension=DIM, threshold=2, timeout=5.0, trust_store=grid.trust_store
+    )
+    encoding = SumEncoding(clip=2.0, weight_key=None)
+    session.sum(content(), encoding=encoding)
+    with pytest.raises(LocalProtocolError):
+        session.sum(content(), encoding=encoding)

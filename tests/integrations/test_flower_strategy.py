@@ -112,8 +112,17 @@ def test_secure_geometric_median_resists_outliers(
     result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
     median = result.arrays.to_numpy_ndarrays()[0]
     points = np.stack([vectors[n] for n in nodes])
+    # One session per round: node 5 drops after its first masked input, is recovered in that
+    # call and out of every later one — as the plain path's session emulation has it.
     plain = geometric_median(
-        points, np.ones(8), smoothing=1e-4, ftol=1e-8, max_iterations=30, secure=False
+        points,
+        np.ones(8),
+        smoothing=1e-4,
+        ftol=1e-8,
+        max_iterations=30,
+        secure=False,
+        dropouts={call: {"unmask": [4]} for call in range(31)},
+        session_sums=31,
     )
     np.testing.assert_allclose(median, plain.median, atol=1e-3)
     mean = points.mean(axis=0)
