@@ -714,8 +714,7 @@ class SecureStrategy:
                 body,
                 encoding=SumEncoding(clip=1.0, weight_key=None),
                 encoder="weiszfeld",
-                iterate=plan.encode(),
-                group_id=f"{server_round}.{plan.index}",
+                group_id=f"{server_round}.{plan.index}",  # the sum is bound to body (the plan)
             )
             sums.append(outcome)
             total = outcome.total

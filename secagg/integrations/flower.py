@@ -33,6 +33,7 @@ Record layout (one ``ConfigRecord`` named :data:`RECORD_KEY` in the message cont
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -53,7 +54,7 @@ from secagg.errors import (
     TooFewSurvivorsError,
 )
 from secagg.identity import IdentityKey, TrustStore, load_identity
-from secagg.messages import encode_message
+from secagg.messages import decode_message, encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Quantizer, RingArray, check_headroom
 from secagg.runner import default_threshold
@@ -75,6 +76,7 @@ __all__ = [
     "SumEncoding",
     "TrustStoreSource",
     "VectorEncoder",
+    "content_digest",
     "dropout_phases",
     "make_secagg_mod",
     "run_secure_sum",
@@ -233,6 +235,47 @@ class SumEncoding:
             return SumEncoding(self.clip, scale, self.weight_key, self.weight_cap)
         check_headroom(num_clients, Quantizer(self.clip, self.scale).max_abs, modulus_bits)
         return self
+
+
+# -- what a sum binds ----------------------------------------------------------------------------
+
+
+def content_digest(content: RecordDict) -> bytes:
+    """SHA-256 of a message's content without our record: the iterate a sum is bound to.
+
+    The server sends every node the same content with its masked-input request (the model,
+    the Weiszfeld centre, the plan) and binds the digest into the sum as its iterate; each
+    node recomputes it from what it received and refuses a request whose iterate differs. A
+    server that shows two nodes different content must then give them different iterates, and
+    their masks no longer cancel (and, in the malicious mode, no iterate gathers the quorum of
+    signatures): the model-inconsistency attack (Pasquini et al., CCS 2022) reveals nothing.
+
+    Records are read in name order, arrays by key with dtype, shape and bytes, config and
+    metric values by ``repr`` (exact for ints, floats, strings, bytes and their lists).
+
+    Examples
+    --------
+    >>> from flwr.app import ConfigRecord, RecordDict  # doctest: +SKIP
+    >>> len(content_digest(RecordDict({"c": ConfigRecord({"a": 1})})))  # doctest: +SKIP
+    32
+    """
+    from flwr.app import Array  # noqa: PLC0415
+
+    digest = hashlib.sha256(b"secagg-dp/flower/content/v1")
+    for name in sorted(content.keys()):
+        if name == RECORD_KEY:
+            continue
+        record = content[name]
+        digest.update(b"\x00record\x00" + name.encode() + b"\x00" + type(record).__name__.encode())
+        for key in sorted(record.keys()):
+            value = record[key]
+            digest.update(b"\x00key\x00" + str(key).encode())
+            if isinstance(value, Array):
+                digest.update(f"{value.dtype}|{tuple(value.shape)}|{value.stype}|".encode())
+                digest.update(len(value.data).to_bytes(8, "big") + value.data)
+            else:
+                digest.update(repr(value).encode())
+    return digest.digest()
 
 
 # -- client side ---------------------------------------------------------------------------------
@@ -423,6 +466,13 @@ def make_secagg_mod(
                 payload = _field(record, "payload", bytes)
                 extra = RecordDict()
                 if stage == Phase.MASKED_INPUT.value:
+                    request = decode_message(payload, peer_id=None)
+                    if getattr(request, "iterate", None) != content_digest(message.content):
+                        raise RemoteProtocolError(
+                            "the sum is bound to other content than this node received "
+                            "(a different model or plan than the other nodes'?)",
+                            peer_id=0,
+                        )
                     # A further sum of a session may bring its own encoding.
                     encoding = SumEncoding.from_record(record if "clip" in record else saved)
                     name = str(record.get("encoder", ""))
@@ -871,10 +921,12 @@ class GridSession:
         *,
         encoding: SumEncoding,
         encoder: str = "",
-        iterate: bytes = b"",
         group_id: str = "",
     ) -> GridSumResult:
         """The session's next secure sum of the nodes' vectors (``encoding`` may differ per sum).
+
+        The sum is bound to ``content`` (:func:`content_digest` is its iterate): every node
+        checks that it received the content the others did before it masks.
 
         Raises
         ------
@@ -885,8 +937,7 @@ class GridSession:
         """
         if self._done >= self.config.iterations:
             raise LocalProtocolError("the session has no sum left")
-        if not isinstance(iterate, bytes):
-            raise TypeError(f"iterate must be bytes; got {type(iterate).__name__}")
+        iterate = content_digest(content)
         config = self.config
         members = self.members
         encoding = encoding.resolved(len(self.nodes), config.modulus_bits)

@@ -6,6 +6,7 @@ Also the REFERENCES §1 defects of Flower's own SecAgg+ that our Mod does not ha
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from secagg.integrations.flower import (
     GridSession,
     SumEncoding,
     _client_random,
+    content_digest,
     dropout_phases,
     run_secure_sum,
 )
@@ -379,9 +381,9 @@ def test_a_grid_session_sums_again_without_a_new_setup(
         trust_store=grid.trust_store,
     )
     encoding = SumEncoding(clip=2.0, scale=2.0**16, weight_key=None)
-    one = session.sum(content(), encoding=encoding, iterate=b"model 1")
+    one = session.sum(content(), encoding=encoding)
     setup_messages = len(grid.sent)
-    two = session.sum(content(), encoding=encoding, iterate=b"centre 2", group_id="1.1")
+    two = session.sum(content(), encoding=encoding, group_id="1.1")
     step = 10 / 2.0**16
     np.testing.assert_allclose(one.total, sum(first[n] for n in nodes), atol=step)
     # 44 dropped after masking in sum 1 (recovered there), and is out of sum 2.
@@ -410,3 +412,56 @@ def test_a_grid_session_refuses_a_sum_beyond_its_plan(
     session.sum(content(), encoding=encoding)
     with pytest.raises(LocalProtocolError):
         session.sum(content(), encoding=encoding)
+
+
+def _second_masked_input_to(node: int, forge_iterate: bool) -> Any:
+    """A malicious server: in the session's second sum it shows ``node`` another model (the
+    model-inconsistency attack), optionally with an iterate forged to match what it shows."""
+    seen = {"masked_input": 0}
+
+    def tamper(message: Message) -> Message:
+        record = message.content.config_records[RECORD_KEY]
+        if record["stage"] != "masked_input" or message.metadata.dst_node_id != node:
+            return message
+        seen["masked_input"] += 1
+        if seen["masked_input"] < 2:
+            return message
+        message.content["arrays"] = ArrayRecord([np.full(DIM, 1e3)])  # a crafted model
+        if forge_iterate:
+            request = decode_message(bytes(record["payload"]))
+            forged = dataclasses.replace(request, iterate=content_digest(message.content))
+            record["payload"] = encode_message(forged)
+        return message
+
+    return tamper
+
+
+@pytest.mark.parametrize("forge_iterate", [False, True])
+def test_a_model_shown_to_one_node_alone_isolates_nothing(
+    loopback_grid: Any, vector_client_app: Any, forge_iterate: bool
+) -> None:
+    nodes = [1, 2, 3, 4, 5, 6]
+    first, second = vectors_for(nodes, seed=5), vectors_for(nodes, seed=6)
+    apps = vector_client_app({n: _PerSum(first[n], second[n]) for n in nodes})
+    victim = 3
+    grid = loopback_grid(apps, tamper=_second_masked_input_to(victim, forge_iterate))
+    session = GridSession(
+        grid, sums=2, dimension=DIM, threshold=3, timeout=5.0, seed=2, trust_store=grid.trust_store
+    )
+    encoding = SumEncoding(clip=2.0, scale=2.0**16, weight_key=None)
+    session.sum(content(), encoding=encoding)
+    others = [n for n in nodes if n != victim]
+    if not forge_iterate:
+        # The victim sees content other than the sum is bound to: it refuses to mask.
+        two = session.sum(content(), encoding=encoding)
+        assert two.dropped.get(victim) == "masked_input" and victim not in two.survivors
+        np.testing.assert_allclose(two.total, sum(second[n] for n in others), atol=10 / 2.0**16)
+        return
+    # With a matching forged iterate the victim masks for another sum: its pairwise masks are
+    # keyed to that iterate and cancel with no honest neighbour's, so whatever is unmasked is
+    # uniformly random around the inputs (here ≈ 2^15 per coordinate), and the victim's
+    # consistency signature — over its iterate — is blamed.
+    two = session.sum(content(), encoding=encoding)
+    honest = sum(second[n] for n in nodes)
+    assert np.abs(two.total - honest).max() > 100.0  # all five within 100: P ≈ 1e-13
+    assert any(f"node {victim}" in fault and "signature" in fault for fault in two.faults)
