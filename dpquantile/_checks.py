@@ -1,4 +1,4 @@
-"""Argument validation shared by the samplers and the accountant: one message style everywhere."""
+"""The samplers' own argument helpers; the general checks are :mod:`secagg.validation`'s."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from fractions import Fraction
 import numpy as np
 
 from secagg.randomness import KeystreamRandom, RandomSource
+from secagg.validation import check_int as check_count
+from secagg.validation import check_nonnegative, check_positive, check_probability
 
 __all__ = [
     "check_count",
@@ -21,53 +23,6 @@ __all__ = [
     "resolve_rng",
     "resolve_size",
 ]
-
-
-def _real(name: str, value: object, valid: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
-    result = float(value)
-    if math.isnan(result) or math.isinf(result):
-        raise ValueError(f"{name} must be {valid}; got {value!r}")
-    return result
-
-
-def check_positive(name: str, value: object, *, maximum: float | None = None) -> float:
-    """Return ``value`` as a float if it is finite and > 0 (and <= ``maximum``), else raise."""
-    valid = "a finite number > 0" + (f" and at most {maximum:g}" if maximum is not None else "")
-    result = _real(name, value, valid)
-    if result <= 0 or (maximum is not None and result > maximum):
-        raise ValueError(f"{name} must be {valid}; got {value!r}")
-    return result
-
-
-def check_nonnegative(name: str, value: object) -> float:
-    """Return ``value`` as a float if it is finite and >= 0, else raise."""
-    result = _real(name, value, "a finite number >= 0")
-    if result < 0:
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
-    return result
-
-
-def check_probability(name: str, value: object) -> float:
-    """Return ``value`` as a float if it lies in the open interval (0, 1), else raise."""
-    result = _real(name, value, "in the open interval (0, 1)")
-    if not 0.0 < result < 1.0:
-        raise ValueError(f"{name} must lie in the open interval (0, 1); got {value!r}")
-    return result
-
-
-def check_count(name: str, value: object, *, minimum: int = 0) -> int:
-    """Return ``value`` as an int if it is an integer >= ``minimum``, else raise."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer; got bool")
-    try:
-        result = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__}") from None
-    if result < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {result}")
-    return result
 
 
 def exact_positive_rational(name: str, value: object, *, maximum: float) -> Fraction:

@@ -27,11 +27,12 @@ import math
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from numbers import Real
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln
+
+from secagg.validation import check_int, check_real
 
 __all__ = [
     "SecAggPlusParameters",
@@ -55,26 +56,8 @@ _LN2 = math.log(2.0)
 # --------------------------------------------------------------------------- argument checks
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
-    return value
-
-
-def _check_real(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
-    result = float(value)
-    if not math.isfinite(result):
-        raise ValueError(f"{name} must be finite; got {result}")
-    return result
-
-
 def _check_rate(name: str, value: object) -> float:
-    rate = _check_real(name, value)
+    rate = check_real(name, value)
     if not 0.0 <= rate < 1.0:
         raise ValueError(f"{name} must lie in [0, 1); got {rate}")
     return rate
@@ -82,7 +65,7 @@ def _check_rate(name: str, value: object) -> float:
 
 def _check_degree(num_clients: int, degree: object) -> int:
     """Return the effective degree: ``degree`` itself, or n − 1 when ``degree >= n - 1``."""
-    k = _check_int("degree", degree, 1)
+    k = check_int("degree", degree, minimum=1)
     if k >= num_clients - 1:
         return num_clients - 1
     if k % 2:
@@ -94,7 +77,7 @@ def _check_degree(num_clients: int, degree: object) -> int:
 
 
 def _check_threshold(threshold: object, degree: int) -> int:
-    t = _check_int("threshold", threshold, 1)
+    t = check_int("threshold", threshold, minimum=1)
     if t > degree:
         raise ValueError(f"threshold must lie in [1, degree = {degree}]; got {t}")
     return t
@@ -125,7 +108,7 @@ def count_from_rate(num_clients: int, rate: float) -> int:
     >>> count_from_rate(10, 0.15), count_from_rate(10, 0.05)
     (2, 1)
     """
-    n = _check_int("num_clients", num_clients, 2)
+    n = check_int("num_clients", num_clients, minimum=2)
     exact_rate = Fraction(repr(_check_rate("rate", rate)))
     return math.floor(n * exact_rate + Fraction(1, 2))
 
@@ -212,9 +195,9 @@ def log2_hypergeometric_tail(population: int, successes: int, draws: int, at_lea
     >>> round(log2_hypergeometric_tail(1000, 50, 30, 10), 3)
     -20.789
     """
-    n = _check_int("population", population, 1)
-    k_succ = _check_int("successes", successes, 0)
-    m = _check_int("draws", draws, 0)
+    n = check_int("population", population, minimum=1)
+    k_succ = check_int("successes", successes, minimum=0)
+    m = check_int("draws", draws, minimum=0)
     if isinstance(at_least, bool) or not isinstance(at_least, int | np.integer):
         raise TypeError(f"at_least must be an int; got {type(at_least).__name__}")
     if k_succ > n or m > n:
@@ -302,7 +285,7 @@ def log2_recovery_failure(
     >>> log2_recovery_failure(1000, 30, 17, 0.05) < -20
     True
     """
-    n = _check_int("num_clients", num_clients, 2)
+    n = check_int("num_clients", num_clients, minimum=2)
     k = _check_degree(n, degree)
     t = _check_threshold(threshold, k)
     dropped = count_from_rate(n, _check_rate("dropout_rate", dropout_rate))
@@ -346,7 +329,7 @@ def log2_secrecy_failure(
     >>> -log2_secrecy_failure(1000, 30, 17, 0.05) > 40
     True
     """
-    n = _check_int("num_clients", num_clients, 2)
+    n = check_int("num_clients", num_clients, minimum=2)
     k = _check_degree(n, degree)
     t = _check_threshold(threshold, k)
     corrupt = count_from_rate(n, _check_rate("corruption_rate", corruption_rate))
@@ -395,7 +378,7 @@ def log2_disconnection(
     >>> log2_disconnection(10, 9, 0.3, 0.3)
     -inf
     """
-    n = _check_int("num_clients", num_clients, 2)
+    n = check_int("num_clients", num_clients, minimum=2)
     k = _check_degree(n, degree)
     dropped = count_from_rate(n, _check_rate("dropout_rate", dropout_rate))
     corrupt = count_from_rate(n, _check_rate("corruption_rate", corruption_rate))
@@ -458,15 +441,15 @@ class SecAggPlusParameters:
     max_threshold: int
 
     def __post_init__(self) -> None:
-        n = _check_int("num_clients", self.num_clients, 2)
-        k = _check_int("degree", self.degree, 1)
+        n = check_int("num_clients", self.num_clients, minimum=2)
+        k = check_int("degree", self.degree, minimum=1)
         if k > n - 1 or (k < n - 1 and k % 2):
             raise ValueError(f"degree must be even and < n - 1, or n - 1 = {n - 1}; got {k}")
         if self.complete_graph != (k == n - 1):
             raise ValueError("complete_graph must be True exactly when degree == num_clients - 1")
-        lo = _check_int("min_threshold", self.min_threshold, 1)
-        t = _check_int("threshold", self.threshold, 1)
-        hi = _check_int("max_threshold", self.max_threshold, 1)
+        lo = check_int("min_threshold", self.min_threshold, minimum=1)
+        t = check_int("threshold", self.threshold, minimum=1)
+        hi = check_int("max_threshold", self.max_threshold, minimum=1)
         if not lo <= t <= hi <= k:
             raise ValueError(
                 "need 1 <= min_threshold <= threshold <= max_threshold <= degree; "
@@ -474,8 +457,8 @@ class SecAggPlusParameters:
             )
         _check_rate("dropout_rate", self.dropout_rate)
         _check_rate("corruption_rate", self.corruption_rate)
-        _check_int("num_dropped", self.num_dropped, 0)
-        _check_int("num_corrupt", self.num_corrupt, 0)
+        check_int("num_dropped", self.num_dropped, minimum=0)
+        check_int("num_corrupt", self.num_corrupt, minimum=0)
 
 
 def _threshold_window(
@@ -661,15 +644,15 @@ def secagg_plus_parameters(
     >>> q.complete_graph, q.degree, q.threshold
     (True, 4, 2)
     """
-    n = _check_int("num_clients", num_clients, 2)
+    n = check_int("num_clients", num_clients, minimum=2)
     delta = _check_rate("dropout_rate", dropout_rate)
     gamma = _check_rate("corruption_rate", corruption_rate)
-    failure_target = _check_real("failure_log2", failure_log2)
+    failure_target = check_real("failure_log2", failure_log2)
     if not -200.0 <= failure_target < 0.0:
         raise ValueError(
             f"failure_log2 must lie in [-200, 0) (e.g. -20 for 2**-20); got {failure_target}"
         )
-    security_target = _check_real("security_bits", security_bits)
+    security_target = check_real("security_bits", security_bits)
     if not 0.0 < security_target <= 200.0:
         raise ValueError(f"security_bits must lie in (0, 200] (e.g. 40); got {security_target}")
     dropped = count_from_rate(n, delta)
@@ -741,11 +724,11 @@ def hoeffding_degree(
     >>> hoeffding_degree(10_000, dropout_rate=0.1, corruption_rate=0.05)
     82
     """
-    n = _check_int("num_clients", num_clients, 2)
+    n = check_int("num_clients", num_clients, minimum=2)
     dropped = count_from_rate(n, _check_rate("dropout_rate", dropout_rate))
     corrupt = count_from_rate(n, _check_rate("corruption_rate", corruption_rate))
-    failure_target = _check_real("failure_log2", failure_log2)
-    security_target = _check_real("security_bits", security_bits)
+    failure_target = check_real("failure_log2", failure_log2)
+    security_target = check_real("security_bits", security_bits)
     p_corrupt = corrupt / (n - 1)
     p_dropped = dropped / (n - 1)
     bad_fraction = min(n, dropped + corrupt) / n

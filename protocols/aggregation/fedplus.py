@@ -32,7 +32,6 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols._checks import check_int, check_nonnegative, check_positive, check_seed
 from protocols.aggregation._arrays import as_matrix
 from protocols.aggregation._quantization import plan_quantization
 from protocols.aggregation.geometric_median import geometric_median
@@ -55,6 +54,7 @@ from secagg import (
     secure_sum,
     summed_clients,
 )
+from secagg.validation import check_int, check_nonnegative, check_positive, check_seed
 
 __all__ = [
     "REGULARIZERS",

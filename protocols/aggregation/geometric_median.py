@@ -25,12 +25,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpquantile import PrivacyEvent
-from protocols._checks import (
-    check_fraction,
-    check_int,
-    check_nonnegative,
-    check_positive,
-)
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation.iterative import (
     CallPlan,
@@ -46,6 +40,12 @@ from protocols.aggregation.secure_average import (
     EffectiveWeightError,
     ServerView,
     secure_weighted_average,
+)
+from secagg.validation import (
+    check_fraction,
+    check_int,
+    check_nonnegative,
+    check_positive,
 )
 
 __all__ = [

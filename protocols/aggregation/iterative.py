@@ -25,7 +25,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpquantile import ComposedEvent, PrivacyEvent
-from protocols._checks import check_int, check_positive, check_real, check_seed
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation.secure_average import (
     AverageResult,
@@ -35,6 +34,7 @@ from protocols.aggregation.secure_average import (
     secure_weighted_average,  # noqa: F401 (the doctests use it)
 )
 from secagg import KeystreamRandom, LocalProtocolError
+from secagg.validation import check_int, check_positive, check_real, check_seed
 
 __all__ = [
     "CallPlan",

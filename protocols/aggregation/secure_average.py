@@ -25,7 +25,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpquantile import DistributedDiscreteGaussian, PrivacyBudget
-from protocols._checks import check_fraction, check_int, check_positive, check_seed
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from secagg import (
@@ -43,6 +42,7 @@ from secagg import (
     secure_sum,
     summed_clients,
 )
+from secagg.validation import check_fraction, check_int, check_positive, check_seed
 
 __all__ = [
     "WEIGHT_COORDINATE_SCALE",

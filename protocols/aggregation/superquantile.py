@@ -28,7 +28,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpquantile import ComposedEvent, PrivacyEvent, QuantileResult, dp_quantile
-from protocols._checks import check_fraction, check_int, check_positive, check_real, check_seed
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation.secure_average import (
     AverageResult,
@@ -38,6 +37,7 @@ from protocols.aggregation.secure_average import (
     secure_weighted_average,
 )
 from secagg import KeystreamRandom, TooFewSurvivorsError
+from secagg.validation import check_fraction, check_int, check_positive, check_real, check_seed
 
 __all__ = [
     "EMPTY_TAIL_POLICIES",

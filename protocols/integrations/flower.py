@@ -44,14 +44,6 @@ from dpquantile import (
     quantile_mechanism,
     quantile_scale,
 )
-from protocols._checks import (
-    check_fraction,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_real,
-    check_seed,
-)
 from protocols.aggregation import (
     CallPlan,
     IterativeSecureAggregate,
@@ -69,6 +61,14 @@ from secagg.integrations.flower import (
     TrustStoreSource,
     make_secagg_mod,
     run_secure_sum,
+)
+from secagg.validation import (
+    check_fraction,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_real,
+    check_seed,
 )
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols._checks import check_fraction, check_int
 from protocols.training.data import ClientData, FederatedDataset
+from secagg.validation import check_fraction, check_int
 
 __all__ = [
     "CORRUPTION_KINDS",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols._checks import check_int
+from secagg.validation import check_int
 
 __all__ = ["ClientData", "FederatedDataset"]
 

@@ -24,7 +24,6 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols._checks import check_fraction, check_int, check_nonnegative
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.partition import (
     DirichletSplit,
@@ -36,6 +35,7 @@ from protocols.training.partition import (
     rotate_images,
     train_test_indices,
 )
+from secagg.validation import check_fraction, check_int, check_nonnegative
 
 __all__ = [
     "DATASET_NAMES",

@@ -35,13 +35,6 @@ from typing import Any, Literal, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols._checks import (
-    check_fraction,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_seed,
-)
 from protocols.aggregation.fedplus import Regularizer, fedplus_aggregate, fedplus_offsets
 from protocols.aggregation.secure_average import (
     AverageSettings,
@@ -67,6 +60,13 @@ from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_results import ErrorSummary, RoundRecord
 from protocols.training.trainers import blas_thread_limit
 from secagg import TooFewSurvivorsError
+from secagg.validation import (
+    check_fraction,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_seed,
+)
 
 __all__ = [
     "FEDPLUS_ALGORITHMS",

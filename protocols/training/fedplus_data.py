@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
-from protocols._checks import check_fraction, check_int, check_positive
 from protocols.training.corruption import negate_images
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.seeds import stream
+from secagg.validation import check_fraction, check_int, check_positive
 
 __all__ = ["outlier_parties", "personalized_regression"]
 

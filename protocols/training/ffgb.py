@@ -37,13 +37,6 @@ from typing import Any, Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols._checks import (
-    check_fraction,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_seed,
-)
 from protocols.aggregation.secure_average import (
     EffectiveWeightError,
     ZeroWeightSumError,
@@ -66,6 +59,13 @@ from protocols.training.weak_learners import (
     WeakLearner,
 )
 from secagg import TooFewSurvivorsError
+from secagg.validation import (
+    check_fraction,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_seed,
+)
 
 __all__ = [
     "FFGB_VARIANTS",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols._checks import check_fraction, check_int
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.seeds import stream
+from secagg.validation import check_fraction, check_int
 
 __all__ = ["homogeneity_split", "pool_examples"]
 

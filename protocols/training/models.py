@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols._checks import check_int, check_nonnegative, check_positive
+from secagg.validation import check_int, check_nonnegative, check_positive
 
 __all__ = [
     "MLP",

@@ -16,7 +16,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols._checks import check_fraction, check_int, check_positive
+from secagg.validation import check_fraction, check_int, check_positive
 
 __all__ = [
     "DirichletSplit",

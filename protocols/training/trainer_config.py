@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dpquantile import rho_for_epsilon
-from protocols._checks import (
+from protocols.aggregation.superquantile import EMPTY_TAIL_POLICIES, EmptyTailPolicy
+from protocols.training.corruption import Corruption
+from secagg.validation import (
     check_fraction,
     check_int,
     check_nonnegative,
     check_positive,
     check_seed,
 )
-from protocols.aggregation.superquantile import EMPTY_TAIL_POLICIES, EmptyTailPolicy
-from protocols.training.corruption import Corruption
 
 __all__ = [
     "ALGORITHMS",

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from protocols._checks import check_int, check_positive
 from secagg import KeystreamRandom
+from secagg.validation import check_int, check_positive
 
 __all__ = [
     "FourierRidgeLearner",

@@ -48,8 +48,8 @@ def test_sigma_for_rho_is_the_smallest_sigma_meeting_the_target(
         rho, clients=clients, l1_sensitivity=l1, l2_sensitivity=l2, dimension=dimension
     )
     assert DistributedDiscreteGaussian(clients, sigma, l1, l2, dimension).rho <= rho
-    if sigma > 0.5:  # not at KLS21's floor: a slightly smaller σ misses the target
-        smaller = sigma * (1 - 1e-8)
+    smaller = sigma * (1 - 1e-8)  # ten times the search's precision
+    if smaller >= 0.5:  # not at KLS21's floor: a slightly smaller σ misses the target
         assert DistributedDiscreteGaussian(clients, smaller, l1, l2, dimension).rho > rho
 
 

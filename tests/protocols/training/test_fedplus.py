@@ -166,7 +166,7 @@ def test_dropouts_shrink_the_sums_and_rounds_continue() -> None:
     [
         ({"algorithm": "fedmed"}, "algorithm must be one of"),
         ({"sigma": 0.0}, "sigma must be positive"),
-        ({"sigma": float("inf")}, "sigma must be finite"),
+        ({"sigma": float("inf")}, "sigma must be positive \\(a finite number"),
         ({"lr": -0.1}, "lr must be positive"),
         ({"smoothing": 0.0}, "smoothing must be positive"),
         ({"mixing": 1.5}, r"mixing must be a number in \[0, 1\]"),

@@ -214,7 +214,7 @@ def test_non_finite_client_outputs_are_dropped_and_counted() -> None:
         ({"ridge": 0.0}, "ridge must be positive"),
         ({"bandwidth": -1.0}, "bandwidth must be positive"),
         ({"function_clip": 0.0}, "function_clip must be positive"),
-        ({"query_clip": float("nan")}, "query_clip must be finite"),
+        ({"query_clip": float("nan")}, "query_clip must be positive \\(a finite number"),
         ({"clients_per_round": 1}, "clients_per_round must be an integer >= 2"),
         ({"dropout": 1.0}, "dropout must be a number"),
     ],
