@@ -31,6 +31,7 @@ from dpquantile.accounting import (
     SelfComposedEvent,
     ZCDPAccountant,
     kls21_sensitivities,
+    on_common_relation,
     rho_for_epsilon,
 )
 from dpquantile.histogram import HistogramTree
@@ -100,6 +101,7 @@ __all__ = [
     "histogram_sensitivities",
     "kls21_sensitivities",
     "noise_tail_bound",
+    "on_common_relation",
     "quantile_mechanism",
     "quantile_noise_sigma",
     "quantile_scale",

@@ -56,6 +56,7 @@ __all__ = [
     "SelfComposedEvent",
     "ZCDPAccountant",
     "kls21_sensitivities",
+    "on_common_relation",
     "rho_for_epsilon",
 ]
 
@@ -153,6 +154,23 @@ def _common_relation(relations: Iterable[Neighbouring]) -> Neighbouring | None:
             "with event.under_replace_one() first"
         )
     return found.pop() if found else None
+
+
+def on_common_relation(events: Iterable[PrivacyEvent]) -> tuple[PrivacyEvent, ...]:
+    """``events`` stated for one neighbouring relation, so that they compose: if any is
+    replace-one, every add/remove one is converted (:meth:`PrivacyEvent.under_replace_one`);
+    otherwise they are returned as they are.
+
+    Examples
+    --------
+    >>> aligned = on_common_relation([ZCDP(0.5, neighbouring="replace_one"), ZCDP(0.25)])
+    >>> [(e.rho, e.relation) for e in aligned]
+    [(0.5, 'replace_one'), (1.0, 'replace_one')]
+    """
+    events = tuple(events)
+    if not any(event.relation == "replace_one" for event in events):
+        return events
+    return tuple(event.under_replace_one() for event in events)
 
 
 class PrivacyEvent(abc.ABC):

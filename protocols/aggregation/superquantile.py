@@ -27,7 +27,13 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpquantile import ComposedEvent, PrivacyEvent, QuantileResult, dp_quantile
+from dpquantile import (
+    ComposedEvent,
+    PrivacyEvent,
+    QuantileResult,
+    dp_quantile,
+    on_common_relation,
+)
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation.secure_average import (
     AverageResult,
@@ -508,6 +514,9 @@ def superquantile_aggregate(
         failure = f"{type(error).__name__}: {error}"
         logger.info("the tail average failed: %s", failure)
     events.extend(r.event for r in results if r.event is not None)
+    # The DP quantile's guarantee is replace-one (the number of clients is public): the noisy
+    # averages' add/remove events are stated for replace-one too, so the round's events compose.
+    events = list(on_common_relation(events))
     released = results[-1] if results and failure is None else None
     return SuperquantileResult(
         average=None if released is None else released.average,

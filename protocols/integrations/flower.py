@@ -824,7 +824,7 @@ class SecureStrategy:
         mean, noise_events = called
         # The histogram's guarantee is replace-one (the number of clients is public); the
         # average's add/remove event is stated for replace-one neighbours so the two compose.
-        events += tuple(event.under_replace_one() for event in noise_events)
+        events += tuple(e.under_replace_one() for e in noise_events) if events else noise_events
         self.history.append(
             RoundSummary(server_round, (histogram, mean), threshold=threshold, events=events)
         )

@@ -16,6 +16,7 @@ from protocols.aggregation import (
     AverageSettings,
     DiscreteGaussianNoise,
     EffectiveWeightError,
+    QuantileSettings,
     SuperquantileResult,
     fedplus_aggregate,
     one_step_rfa,
@@ -181,3 +182,25 @@ def test_a_budgeted_average_is_charged_before_its_rows_and_withheld_below_plan(
     assert tight.history == () and len(built) == 8  # the secure attempt's 8 senders only
     with pytest.raises(ValueError, match="no DP"):
         secure_weighted_average(TEN, np.ones(10), clip=4.0, budget=budget)
+
+
+def test_a_private_quantile_and_noisy_averages_compose_on_one_relation() -> None:
+    """Δ-FL with a DP quantile (replace-one) and a noisy tail average (add/remove): the round's
+    events are stated for replace-one and compose (the average's Δ doubled)."""
+    noise = DiscreteGaussianNoise(rho=0.5)
+    result = superquantile_aggregate(
+        TEN,
+        np.ones(10),
+        np.arange(10.0),
+        theta=0.5,
+        quantile=QuantileSettings(rho=1.0, upper=10.0),
+        settings=AverageSettings(clip=4.0, noise=noise),
+        weight_cap=1.0,
+        secure=False,
+        seed=2,
+    )
+    assert result.event is not None and result.event.relation == "replace_one"
+    quantile_event, *averages = result.events
+    assert quantile_event is result.quantile.event  # type: ignore[union-attr]
+    assert averages and all(e.relation == "replace_one" for e in averages)
+    assert all(e.rho > 0.5 for e in averages)  # 4× the add/remove target, up to τ terms
