@@ -32,6 +32,7 @@ from audits.report import (
 from audits.selfcheck import run_false_alarm_check, run_self_check
 from audits.suite import run_audits
 from audits.targets import AuditTarget
+from protocols.cli import package_version
 from protocols.cli.progress import ProgressBar
 
 __all__ = ["build_parser", "main", "make_target"]
@@ -69,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="secagg-dp-audit",
         description="Statistical and property-based audits of secure aggregation and DP.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--tier", choices=("fast", "deep"), default="fast")
     parser.add_argument("--target", choices=("ours", "flower"), default="ours")
     parser.add_argument("--out", type=Path, default=Path("audit-report"))

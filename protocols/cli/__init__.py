@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "package_version"]
 
 # Subcommand modules, imported only when the command line starts.
 _COMMAND_MODULES: tuple[str, ...] = (
@@ -21,6 +22,20 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "protocols.cli._quantile",
     "protocols.cli._train",
 )
+
+
+def package_version() -> str:
+    """The installed secagg-dp version (``"unknown"`` when run from a source tree).
+
+    Examples
+    --------
+    >>> isinstance(package_version(), str)
+    True
+    """
+    try:
+        return importlib.metadata.version("secagg-dp")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Secure aggregation and differential privacy for federated learning.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log protocol events")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in _COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)

@@ -39,6 +39,7 @@ def register(subparsers: Any) -> None:
     """
     parser = subparsers.add_parser(
         "account",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="privacy (rho, epsilon) of T rounds of discrete Gaussian noise",
         description=(
             "Compose T releases of discrete Gaussian noise (central, or distributed over n "

@@ -17,6 +17,7 @@ def register(subparsers: Any) -> None:
     """Add the ``keys`` subcommand."""
     parser = subparsers.add_parser(
         "keys",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="write identity keys and a trust store for malicious-mode rounds",
         description=(
             "Generate one Ed25519 identity per client (identity-<id>.key, readable by its owner "

@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
     """Add the ``quantile`` subcommand."""
     parser = subparsers.add_parser(
         "quantile",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="distributed DP quantile by hierarchical histogram over the secure sum",
         description=(
             "Each simulated client holds one value from a built-in distribution; the q-quantile "

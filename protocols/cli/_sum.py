@@ -44,6 +44,7 @@ def register(subparsers: Any) -> None:
     """Add the ``sum`` subcommand."""
     parser = subparsers.add_parser(
         "sum",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="simulate a secure sum (SecAgg / SecAgg+) with dropouts",
         description=(
             "Run the real client and server state machines in memory on random inputs, print "

@@ -107,6 +107,7 @@ def register(subparsers: Any) -> None:
     """
     parser = subparsers.add_parser(
         "train",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         help="train FedAvg, Δ-FL (DP quantile) and RFA over the secure sum and compare them",
         description=(
             "Federated training with every aggregation through the secure sum. By default Δ-FL "

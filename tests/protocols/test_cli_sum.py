@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from protocols.cli import main
+from protocols.cli import build_parser, main
 from secagg import TrustStore
 from secagg.identity import load_identity
 
@@ -133,3 +133,12 @@ def test_sum_runs_a_session_of_several_sums(capsys: pytest.CaptureFixture[str]) 
     assert "2 sums over one key setup" in capsys.readouterr().out
     assert main([*args, "--sums", "256"]) == 2
     assert "--sums must lie in [1, 255]" in capsys.readouterr().out
+
+
+def test_version_and_defaults_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        build_parser().parse_args(["--version"])
+    assert exit_status.value.code == 0 and capsys.readouterr().out.startswith("secagg-dp ")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["sum", "--help"])
+    assert "(default: 100)" in capsys.readouterr().out  # --clients
