@@ -435,7 +435,7 @@ def dp_quantile(
             progress=progress,
             min_inputs=planned if refuse_shortfall else 1,
         )
-    parse_dropouts(dropouts, n)
+    parse_dropouts(dropouts, n)  # validated now: a bad dropout spec must cost no budget
     if budget is not None:
         budget.spend(noise.worst_case_event(n))  # before any client draws its noise
     if session is not None:
