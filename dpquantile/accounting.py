@@ -1463,6 +1463,12 @@ class PrivacyBudget:
         The (ε, δ) limit: ε > 0, δ in (0, 1). Checked with :meth:`ZCDPAccountant.epsilon`.
     rho
         Alternatively a zCDP limit ρ > 0 (then ``epsilon`` and ``delta`` must be omitted).
+    neighbouring
+        The relation the whole ledger is stated for. ``None`` (default): the first event's, and a
+        later event on another relation is refused (:class:`NeighbouringMismatchError`).
+        ``"replace_one"``: add/remove events are restated with
+        :meth:`PrivacyEvent.under_replace_one` as they are spent, so releases of both kinds share
+        one ledger. ``"add_remove"``: replace-one events are refused (no sound restatement).
 
     Examples
     --------
@@ -1474,9 +1480,13 @@ class PrivacyBudget:
     dpquantile.accounting.BudgetExceededError: ...
     >>> len(budget.history)
     1
+    >>> mixed = PrivacyBudget(rho=1.0, neighbouring="replace_one")
+    >>> mixed.spend(ZCDP(0.125))   # add/remove, stated for replace-one: 4ρ
+    >>> mixed.spent(), mixed.history[0][0].relation
+    (0.5, 'replace_one')
     """
 
-    __slots__ = ("_accountant", "_delta", "_epsilon", "_rho")
+    __slots__ = ("_accountant", "_delta", "_epsilon", "_ledger", "_neighbouring", "_rho")
 
     def __init__(
         self,
@@ -1484,7 +1494,9 @@ class PrivacyBudget:
         delta: float | None = None,
         *,
         rho: float | None = None,
+        neighbouring: Neighbouring | None = None,
     ) -> None:
+        self._neighbouring = None if neighbouring is None else _check_neighbouring(neighbouring)
         if rho is not None:
             if epsilon is not None or delta is not None:
                 raise ValueError("give either (epsilon, delta) or rho, not both")
@@ -1498,6 +1510,53 @@ class PrivacyBudget:
             self._epsilon = check_positive("epsilon", epsilon)
             self._delta = check_probability("delta", delta)
         self._accountant = ZCDPAccountant()
+        self._ledger: list[tuple[PrivacyEvent, int]] = []
+
+    @property
+    def ledger(self) -> tuple[tuple[PrivacyEvent, int], ...]:
+        """Every spend in order, as recorded (restated for the ledger's relation), with its count.
+
+        Examples
+        --------
+        >>> budget = PrivacyBudget(rho=1.0)
+        >>> budget.spend(ZCDP(0.25)); budget.spend(ZCDP(0.125), count=2)
+        >>> [(event.rho, count) for event, count in budget.ledger]
+        [(0.25, 1), (0.125, 2)]
+        """
+        return tuple(self._ledger)
+
+    @property
+    def neighbouring(self) -> Neighbouring | None:
+        """The relation every spent event is stated for (``None``: the first event's).
+
+        Examples
+        --------
+        >>> PrivacyBudget(rho=1.0, neighbouring="replace_one").neighbouring
+        'replace_one'
+        """
+        return self._neighbouring
+
+    def stated(self, event: PrivacyEvent) -> PrivacyEvent:
+        """``event`` as this ledger records it (restated for replace-one where the ledger is).
+
+        Raises
+        ------
+        NeighbouringMismatchError
+            A replace-one event for an add/remove ledger.
+
+        Examples
+        --------
+        >>> PrivacyBudget(rho=1.0, neighbouring="replace_one").stated(ZCDP(0.25))
+        ZCDP(rho=1.0)
+        """
+        if self._neighbouring is None or event.relation == self._neighbouring:
+            return event
+        if self._neighbouring == "replace_one":
+            return event.under_replace_one()
+        raise NeighbouringMismatchError(
+            f"this budget is stated for add/remove neighbours; a {event.relation} event "
+            "cannot be restated for them"
+        )
 
     @property
     def epsilon(self) -> float | None:
@@ -1591,7 +1650,7 @@ class PrivacyBudget:
         return self._prospective(event, count)[1] > self._limit()
 
     def _prospective(self, event: PrivacyEvent, count: int) -> tuple[ZCDPAccountant, float]:
-        trial = self._accountant.copy().compose(event, count)
+        trial = self._accountant.copy().compose(self.stated(event), count)
         if self._rho is not None and trial.sampler_tv_bound > 0:
             raise ValueError(
                 "a rho budget cannot account for a sampler total-variation bound; "
@@ -1623,6 +1682,7 @@ class PrivacyBudget:
                 limit=limit,
             )
         self._accountant = trial
+        self._ledger.append((self.stated(event), count))
 
 
 # Relative precision of rho_for_epsilon's bisection.

@@ -129,8 +129,8 @@ class Outcome:
     p90: float
     errors: list[float]
     final_train_loss: float
-    epsilon_dp: float
-    rho: float
+    epsilon_dp: float | None
+    rho: float | None
     secure_averages: int
     skipped: int
     empty_tail_rounds: int
@@ -173,7 +173,7 @@ def plan_runs(args: argparse.Namespace, datasets: Sequence[str]) -> list[Run]:
             epsilons = (3.0, 5.0, 15.0) if name == "synthetic" else (5.0,)
             for epsilon in (*epsilons, PAPER_EPSILON_5):
                 config = base.with_changes(
-                    algorithm="deltafl", theta=0.5, epsilon=epsilon, seed=seed
+                    algorithm="deltafl", theta=0.5, epsilon=epsilon, dp="thresholds", seed=seed
                 )
                 runs.append(Run("B", name, f"Δ-FL θ=0.5 ε={epsilon:.3g}", seed, config))
     if "fashion-mnist" in datasets:
@@ -357,7 +357,7 @@ def section_b(outcomes: Sequence[Outcome], name: str, lines: list[str]) -> dict[
         f"| FedAvg | {mean_std([o.p90 for o in fedavg], 1, 3)} | "
         f"{mean_std([o.mean for o in fedavg], 1, 3)} | — | — | — | — |",
         f"| Δ-FL θ=0.5, exact quantile | {mean_std([o.p90 for o in exact], 1, 3)} | "
-        f"{mean_std([o.mean for o in exact], 1, 3)} | — | 0 (no privacy) | — | 0 |",
+        f"{mean_std([o.mean for o in exact], 1, 3)} | — | no DP | — | 0 |",
     ]
     summary: dict[str, Any] = {}
     for label in labels:
@@ -407,7 +407,7 @@ def section_c(outcomes: Sequence[Outcome], lines: list[str]) -> dict[str, Any]:
     lines += [
         f"{dataset_title(name)}; {config.rounds} rounds × {config.clients_per_round} clients, "
         f"{'secure sum' if config.secure else 'plain path (secure=False)'}; RFA: up to "
-        f"{config.rfa_max_iterations} smoothed Weiszfeld steps (ν = {config.rfa_smoothing:g}, "
+        f"{config.rfa_max_iterations} smoothed Weiszfeld steps (ν = {config.rfa_nu:g}, "
         f"ftol {config.rfa_ftol:g}), weights = data sizes. Accuracy in % (1 − mean per-client "
         "error), mean ± std over seeds; the corrupted fraction counts data points.",
         "",

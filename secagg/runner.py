@@ -26,6 +26,7 @@ from secagg.messages import decode_message, encode_message
 from secagg.randomness import KeystreamRandom
 from secagg.ring import Ring, RingArray
 from secagg.server import Server, ServerState
+from secagg.validation import check_int
 
 __all__ = [
     "PHASES",
@@ -473,6 +474,7 @@ class Session:
         *,
         iterate: bytes = b"",
         dropouts: Mapping[str, Iterable[int]] | None = None,
+        min_inputs: int | None = None,
     ) -> SecureSumResult:
         """Run the session's next secure sum over its members.
 
@@ -486,6 +488,10 @@ class Session:
         dropouts
             Phase → client indices that vanish before sending that phase's message. The key
             phases (``advertise_keys``, ``share_keys``) exist only in the first sum.
+        min_inputs
+            This and later sums' least number of masked inputs the server unmasks (``None``:
+            unchanged; the session's own at first). Fewer abort the session before anything
+            about the sum is released.
 
         Returns
         -------
@@ -501,6 +507,11 @@ class Session:
         """
         if self._closed or self.remaining == 0:
             raise LocalProtocolError("the session has no sum left (closed or all R run)")
+        if min_inputs is not None:
+            value = check_int("min_inputs", min_inputs, minimum=1)
+            if value > self.num_clients:
+                raise ValueError(f"min_inputs must lie in [1, {self.num_clients}]; got {value}")
+            self.min_inputs = value
         first = self._server is None
         drop_phase = parse_dropouts(dropouts, self.num_clients)
         phases = [p.value for p in self.config.phases]
@@ -548,7 +559,7 @@ class Session:
             assert server is not None
             driver.client_of = {u: u for u in ids}
             start = time.perf_counter()
-            outbox = server.begin_iteration(iterate)
+            outbox = server.begin_iteration(iterate, min_inputs=self.min_inputs)
             driver.server_seconds[phases[0]] += time.perf_counter() - start
             driver.run(server, outbox, [Phase(p) for p in phases])
         server = self._server

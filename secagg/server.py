@@ -199,10 +199,6 @@ class Server:
                 f"{len(ids)} clients cannot meet threshold t={config.threshold}: each client "
                 "needs at least t neighbours, so at least t + 1 clients"
             )
-        if isinstance(min_inputs, bool) or not isinstance(min_inputs, int):
-            raise TypeError(f"min_inputs must be an int; got {type(min_inputs).__name__}")
-        if not 1 <= min_inputs <= len(ids):
-            raise ValueError(f"min_inputs must lie in [1, {len(ids)}]; got {min_inputs}")
         if config.malicious:
             if not isinstance(trust_store, TrustStore):
                 raise TypeError(
@@ -214,7 +210,7 @@ class Server:
                 raise ValueError(f"invited clients missing from the trust store: {missing[:5]}")
         self.config = config
         self.client_ids = frozenset(ids)
-        self.min_inputs = min_inputs
+        self.min_inputs = self._checked_min_inputs(min_inputs, len(ids))
         self._trust_store = trust_store if config.malicious else None
         self._ring = config.ring
         self._state = ServerState.COLLECTING_KEYS
@@ -309,11 +305,23 @@ class Server:
             return self._next_members
         return self._members
 
-    def begin_iteration(self, iterate: bytes = b"") -> list[Message]:
+    @staticmethod
+    def _checked_min_inputs(min_inputs: object, invited: int) -> int:
+        if isinstance(min_inputs, bool) or not isinstance(min_inputs, int):
+            raise TypeError(f"min_inputs must be an int; got {type(min_inputs).__name__}")
+        if not 1 <= min_inputs <= invited:
+            raise ValueError(f"min_inputs must lie in [1, {invited}]; got {min_inputs}")
+        return min_inputs
+
+    def begin_iteration(
+        self, iterate: bytes = b"", *, min_inputs: int | None = None
+    ) -> list[Message]:
         """Start the session's next sum with the broadcast ``iterate`` (a model, a centre).
 
         Its members are the clients that completed the previous sum (sent their masked input
         and answered its unmask request), peeled so each keeps t members among its neighbours.
+        ``min_inputs`` (``None``: unchanged) is this and later sums' least number of masked
+        inputs to unmask (a noisy release is withheld below the survivors it was planned for).
 
         Returns
         -------
@@ -332,6 +340,8 @@ class Server:
             raise LocalProtocolError(f"begin_iteration() in state {self._state.name}")
         if not isinstance(iterate, bytes):
             raise TypeError(f"iterate must be bytes; got {type(iterate).__name__}")
+        if min_inputs is not None:
+            self.min_inputs = self._checked_min_inputs(min_inputs, len(self.client_ids))
         return self._guarded(lambda: self._start_iteration(iterate))
 
     def end_session(self) -> None:

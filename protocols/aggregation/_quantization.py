@@ -13,6 +13,7 @@ from dpquantile import (
     MAX_FAST_SIGMA,
     DistributedDiscreteGaussianMechanism,
     FastDiscreteGaussian,
+    Neighbouring,
     kls21_sensitivities,
     noise_tail_bound,
     sigma_for_rho,
@@ -32,8 +33,8 @@ class QuantizationPlan:
     quantizer
         Clip ±B·c and scale s shared by every client.
     mechanism
-        The clients' distributed discrete Gaussian (add/remove neighbours; grid units), or
-        ``None`` without noise.
+        The clients' distributed discrete Gaussian (grid units; its sensitivities are for the
+        noise's neighbouring relation), or ``None`` without noise.
     noise_bound
         |noise in the sum of all n clients| ≤ noise_bound except with probability 2^-40
         (``mechanism.tail_bound(n)``; 0 without noise).
@@ -78,6 +79,7 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
     noise_rho: float | None,
     noise_sigma: float | None,
     planned_survivors: int,
+    neighbouring: Neighbouring = "add_remove",
 ) -> QuantizationPlan:
     """The finest scale with n·max|q| + noise tail < 2^(b−1) (secure_average_notes.md §1).
 
@@ -101,8 +103,12 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
         return QuantizationPlan(_quantizer(magnitude, s_max), None, 0)
 
 
+    # Replace-one moves one client's vector by up to twice its norm (triangle inequality).
+    factor = 2.0 if neighbouring == "replace_one" else 1.0
+
     def sigma_at(scale: float) -> tuple[float, float, float]:
         l1, l2 = kls21_sensitivities(l2_norm, 1.0 / scale, dimension, beta=None)
+        l1, l2 = factor * l1, factor * l2
         if noise_sigma is not None:
             return noise_sigma * scale, l1, l2
         assert noise_rho is not None
@@ -149,7 +155,7 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
             "the finest grid; KLS21's bound needs σ ≥ 1/2 grid unit: raise sigma or bits"
         )
     mechanism = DistributedDiscreteGaussianMechanism(
-        sigma, l1, l2, dimension, planned_survivors, "add_remove", "fast"
+        sigma, l1, l2, dimension, planned_survivors, neighbouring, "fast"
     )
     return QuantizationPlan(
         _quantizer(magnitude, scale), mechanism, mechanism.tail_bound(num_clients)

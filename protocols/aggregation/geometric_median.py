@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpquantile import PrivacyEvent
+from dpquantile import PrivacyBudget, PrivacyEvent
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation.iterative import (
     CallPlan,
@@ -439,6 +439,14 @@ def _client_weights(weights: ArrayLike | None, n: int) -> NDArray[np.float64]:
     return alpha
 
 
+def _require_public_cap(settings: AverageSettings, weight_cap: float | None) -> None:
+    """Noise is calibrated to α_cap/ν: the cap must be public, never the largest weight."""
+    if settings.noise is not None and weight_cap is None:
+        raise ValueError(
+            "noise needs a public weight_cap (the sensitivity cannot depend on the data)"
+        )
+
+
 def geometric_median(
     points: ArrayLike,
     weights: ArrayLike | None = None,
@@ -453,6 +461,7 @@ def geometric_median(
     dropouts: Mapping[int, Mapping[str, Iterable[int]]] | None = None,
     solver: str = "auto",
     session_sums: int | None = None,
+    budget: PrivacyBudget | None = None,
 ) -> GeometricMedianResult:
     """The geometric median argmin_z Σαᵢ‖z − wᵢ‖ by smoothed Weiszfeld (RFA Algorithm 2).
 
@@ -488,6 +497,9 @@ def geometric_median(
     session_sums
         Secure averages per key setup (:func:`run_iterative_aggregate`; default
         min(K + 1, 8)); ``1`` runs every average as a fresh round.
+    budget
+        With ``settings.noise``: the :class:`~dpquantile.PrivacyBudget` every Weiszfeld average
+        is paid from, before its noise is drawn (K + 1 averages at most).
 
     Returns
     -------
@@ -510,6 +522,7 @@ def geometric_median(
         raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
     if solver not in _SOLVERS:
         raise ValueError(f"solver must be one of {', '.join(_SOLVERS)}; got {solver!r}")
+    _require_public_cap(settings, weight_cap)
     matrix, clip, norms = clip_rows_with_norms(points, settings.clip)
     alpha = _client_weights(weights, matrix.shape[0])
     rule = WeiszfeldRule(
@@ -536,6 +549,7 @@ def geometric_median(
         seed=seed,
         dropouts=dropouts,
         session_sums=min(max_iterations + 1, 8) if session_sums is None else session_sums,
+        budget=budget,
     )
     transcript = iterative.transcript
     steps = len(transcript) - 1
@@ -568,6 +582,7 @@ def one_step_rfa(
     weight_cap: float | None = None,
     seed: int | None = None,
     dropouts: Mapping[str, Iterable[int]] | None = None,
+    budget: PrivacyBudget | None = None,
 ) -> AverageResult:
     """One-step RFA (RFA Algorithm 3): one secure average with βᵢ = αᵢ/max(ν, ‖wᵢ − v₀‖).
 
@@ -582,7 +597,7 @@ def one_step_rfa(
         v⁽⁰⁾, shape (d,) (default zeros).
     smoothing
         ν > 0.
-    secure, settings, weight_cap, seed, dropouts
+    secure, settings, weight_cap, seed, dropouts, budget
         As for :func:`geometric_median` (``dropouts`` is one call's mapping).
 
     Returns
@@ -599,6 +614,7 @@ def one_step_rfa(
     settings = DEFAULT_SETTINGS if settings is None else settings
     if not isinstance(settings, AverageSettings):
         raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
+    _require_public_cap(settings, weight_cap)
     matrix, clip = clip_rows(points, settings.clip)
     alpha = _client_weights(weights, matrix.shape[0])
     nu = check_positive("smoothing", smoothing)
@@ -620,4 +636,5 @@ def one_step_rfa(
         seed=seed,
         dropouts=dropouts,
         secure=secure,
+        budget=budget,
     )

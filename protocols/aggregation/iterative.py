@@ -24,7 +24,7 @@ from typing import Protocol, cast, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpquantile import ComposedEvent, PrivacyEvent
+from dpquantile import ComposedEvent, PrivacyBudget, PrivacyEvent
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation.secure_average import (
     AverageResult,
@@ -445,6 +445,7 @@ def run_iterative_aggregate(
     max_calls: int | None = None,
     dropouts: Mapping[int, Mapping[str, Iterable[int]]] | None = None,
     session_sums: int | None = None,
+    budget: PrivacyBudget | None = None,
 ) -> IterativeResult:
     """Run an iterative secure aggregate in memory: plan, contribute, secure average, repeat.
 
@@ -472,6 +473,10 @@ def run_iterative_aggregate(
         Averages per session (``None``: ``max_calls``, else 8). A rule that needs more calls,
         or changes the dimension d + 1 + k, continues in a new session (a new key setup, every
         client back in); ``1`` gives the per-sum path, one full round per average.
+    budget
+        With ``settings.noise``: a :class:`~dpquantile.PrivacyBudget` each average spends its
+        worst-case event from before its noise is drawn (a call the budget cannot pay for raises
+        :class:`~dpquantile.BudgetExceededError` and nothing further is released).
 
     Returns
     -------
@@ -550,6 +555,7 @@ def run_iterative_aggregate(
                 extras=contributions.extras,
                 extra_bounds=plan.extra_bounds,
                 iterate=plan.encode(),
+                budget=budget,
             )
         except Exception as error:
             driver.abort(f"call {plan.index} failed: {error}")

@@ -20,11 +20,17 @@ import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpquantile import DistributedDiscreteGaussian, PrivacyBudget
+from dpquantile import (
+    NEIGHBOURING_RELATIONS,
+    DistributedDiscreteGaussian,
+    Neighbouring,
+    PrivacyBudget,
+)
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from secagg import (
@@ -124,11 +130,15 @@ class DiscreteGaussianNoise:
         The number of surviving clients the noise is planned for (``None``: every participating
         client). With fewer survivors, less noise is in the sum: the result's event reports the ρ
         actually delivered and :attr:`AverageResult.privacy_shortfall` is true.
+    neighbouring
+        The relation ``rho`` and the release's event are stated for: ``"add_remove"`` (default;
+        user-level DP against adding or removing one client) or ``"replace_one"`` (one client's
+        vector replaced; sensitivities doubled, so it composes with the DP quantile's events).
 
     Examples
     --------
     >>> DiscreteGaussianNoise(rho=0.5, min_survivors=8)
-    DiscreteGaussianNoise(rho=0.5, sigma=None, min_survivors=8)
+    DiscreteGaussianNoise(rho=0.5, sigma=None, min_survivors=8, neighbouring='add_remove')
     >>> DiscreteGaussianNoise(rho=0.5, sigma=1.0)
     Traceback (most recent call last):
     ...
@@ -138,10 +148,16 @@ class DiscreteGaussianNoise:
     rho: float | None = None
     sigma: float | None = None
     min_survivors: int | None = None
+    neighbouring: Neighbouring = "add_remove"
 
     def __post_init__(self) -> None:
         if (self.rho is None) == (self.sigma is None):
             raise ValueError("give exactly one of rho and sigma")
+        if self.neighbouring not in NEIGHBOURING_RELATIONS:
+            raise ValueError(
+                f"neighbouring must be one of {', '.join(NEIGHBOURING_RELATIONS)}; "
+                f"got {self.neighbouring!r}"
+            )
         if self.rho is not None:
             object.__setattr__(self, "rho", check_positive("rho", self.rho))
         if self.sigma is not None:
@@ -177,6 +193,12 @@ class AverageSettings:
     threat_model
         Of the secure sum: ``"malicious"`` (default) or ``"semi-honest"``
         (:class:`secagg.ThreatModel`; the plain path fails exactly where that mode would).
+    denominator
+        What the released sum Σβᵢwᵢ is divided by: ``"released"`` (default) the released
+        weight sum Σβᵢ (noisy with noise; a non-positive one raises
+        :class:`ZeroWeightSumError`), or ``"survivors"`` the public B·|survivors| (DP-FedAvg's
+        fixed denominator, McMahan et al. 2018: exact for equal weights βᵢ = B, and free of the
+        weight coordinate's noise, which at small cohorts can make Σβᵢ negative).
 
     Examples
     --------
@@ -196,11 +218,16 @@ class AverageSettings:
     max_effective_weight: float | None = None
     quantize: bool | None = None
     threat_model: str = "malicious"
+    denominator: Literal["released", "survivors"] = "released"
 
     def __post_init__(self) -> None:
         if self.threat_model not in ("malicious", "semi-honest"):
             raise ValueError(
                 f"threat_model must be 'malicious' or 'semi-honest'; got {self.threat_model!r}"
+            )
+        if self.denominator not in ("released", "survivors"):
+            raise ValueError(
+                f"denominator must be 'released' or 'survivors'; got {self.denominator!r}"
             )
         bits = check_int("bits", self.bits, minimum=1)
         if bits > 64:
@@ -284,7 +311,8 @@ class AverageResult:
     Attributes
     ----------
     average
-        Σβᵢwᵢ / Σβᵢ over the survivors, float64, after clipping (‖wᵢ‖ ≤ clip, βᵢ ≤ weight_cap).
+        Σβᵢwᵢ / Σβᵢ over the survivors, float64, after clipping (‖wᵢ‖ ≤ clip, βᵢ ≤ weight_cap);
+        Σβᵢwᵢ / (B·|survivors|) with ``AverageSettings(denominator="survivors")``.
     weight_sum
         Σβᵢ over the survivors as released (quantised, and noisy with noise).
     extras
@@ -579,8 +607,6 @@ def _run(
             raise TypeError(f"budget must be a PrivacyBudget; got {type(budget).__name__}")
         if settings.noise is None:
             raise ValueError("a budget pays for noise: this average has none (no DP)")
-        if session is not None:
-            raise ValueError("a session's averages do not take a budget yet")
     if not isinstance(secure, bool):
         raise TypeError(f"secure must be a bool; got {type(secure).__name__}")
     if secure and settings.quantize is False:
@@ -669,6 +695,7 @@ def _run(
             None if noise is None else noise.rho,
             None if noise is None else noise.sigma,
             planned_survivors,
+            "add_remove" if noise is None else noise.neighbouring,
         )
     root = KeystreamRandom(seed, label=_DOMAIN)
     if budget is not None:
@@ -683,7 +710,8 @@ def _run(
             assert plan is not None
             ring = Ring(settings.bits)
             ring_inputs = _RingInputs(clients, plan, bounds, root, ring, by_client=True)
-        summed, sum_result = session._sum(ring_inputs, sum_dropouts, iterate)
+        least = planned_survivors if budget is not None else 1
+        summed, sum_result = session._sum(ring_inputs, sum_dropouts, iterate, least)
         members = np.asarray(summed, dtype=np.intp)
         if sum_result is not None:
             total = sum_result.centered().astype(np.float64)
@@ -722,12 +750,15 @@ def _run(
         total /= plan.quantizer.scale
     weight_sum = float(total[d]) / auxiliary
     extras_sum = total[d + 1 :] * bounds / (auxiliary * clients.weight_cap)
-    if not weight_sum > 0:
+    if settings.denominator == "survivors":
+        average = total[:d] / (clients.weight_cap * len(survivors))
+    elif weight_sum > 0:
+        average = total[:d] / weight_sum
+    else:
         raise ZeroWeightSumError(
             f"the released weight sum over {len(survivors)} survivors is {weight_sum:.6g}: "
             "no client with positive weight is in the sum"
         )
-    average = total[:d] / weight_sum
 
     event: DistributedDiscreteGaussian | None = None
     planned_rho: float | None = None
@@ -1017,12 +1048,15 @@ class SecureAverageSession:
         seed: int | None = None,
         dropouts: Mapping[str, Iterable[int]] | None = None,
         iterate: bytes = b"",
+        budget: PrivacyBudget | None = None,
     ) -> AverageResult:
         """The session's next secure average (arguments as for :func:`secure_weighted_average`).
 
         Every average of a session must have the same dimension d + 1 + k. Dropouts at a key
         phase (``advertise_keys``, ``share_keys``) after the first average mean the client is gone
-        before its masked input.
+        before its masked input. With ``budget`` (noise only), the average's worst-case event is
+        spent before any noise is drawn, and fewer masked inputs than the noise was planned for
+        abort the session with nothing released.
 
         Raises
         ------
@@ -1045,6 +1079,7 @@ class SecureAverageSession:
             dropouts=dropouts,
             session=self,
             iterate=iterate,
+            budget=budget,
         )
 
     # -- hooks used by _run -----------------------------------------------------------------
@@ -1109,8 +1144,12 @@ class SecureAverageSession:
         inputs: LazyInputs | None,
         dropouts: Mapping[str, Iterable[int]],
         iterate: bytes,
+        min_inputs: int = 1,
     ) -> tuple[tuple[int, ...], SecureSumResult | None]:
-        """Run this average's sum; return who is in it (and the secure result)."""
+        """Run this average's sum; return who is in it (and the secure result).
+
+        Fewer than ``min_inputs`` masked inputs abort the session with nothing released.
+        """
         result: SecureSumResult | None = None
         if self._done == 0:
             setup = (Phase.ADVERTISE_KEYS.value, Phase.SHARE_KEYS.value)
@@ -1130,7 +1169,9 @@ class SecureAverageSession:
                     seed=self.seed,
                 )
             try:
-                result = self._session.sum(inputs, iterate=iterate, dropouts=dropouts)
+                result = self._session.sum(
+                    inputs, iterate=iterate, dropouts=dropouts, min_inputs=min_inputs
+                )
             except TooFewSurvivorsError as error:
                 self._aborted = str(error)
                 raise
@@ -1139,6 +1180,13 @@ class SecureAverageSession:
         else:
             gone = {i for indices in dropouts.values() for i in indices}
             summed = tuple(sorted(set(summed_clients(dropouts, self.num_clients)) & self._members))
+            if len(summed) < min_inputs:
+                reason = (
+                    f"only {len(summed)} masked inputs arrived; the release needs at least "
+                    f"min_inputs={min_inputs} (the survivors its noise was planned for)"
+                )
+                self._abort(reason)
+                raise TooFewSurvivorsError(reason)
             completed = set(summed) - {
                 i
                 for phase in (Phase.CONSISTENCY_CHECK.value, Phase.UNMASK.value)

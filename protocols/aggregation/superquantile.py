@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpquantile import (
     ComposedEvent,
+    PrivacyBudget,
     PrivacyEvent,
     QuantileResult,
     dp_quantile,
@@ -336,6 +337,7 @@ def superquantile_aggregate(
     seed: int | None = None,
     dropouts: Mapping[str, Iterable[int]] | None = None,
     empty_tail: EmptyTailPolicy = "all",
+    budget: PrivacyBudget | None = None,
 ) -> SuperquantileResult:
     """Δ-FL's aggregation: the (1 − θ)-quantile Q̂ of the losses, then a secure average of the tail.
 
@@ -371,6 +373,12 @@ def superquantile_aggregate(
         releases no average (the caller keeps its model — which can deadlock a run whose losses
         are all tied, as at a zero-initialised model). Either way the round pays one secure
         average whose released weight sum was 0 (see ``superquantile_notes.md``).
+    budget
+        A :class:`~dpquantile.PrivacyBudget` that pays for every noisy release of the round (the
+        DP quantile and, with ``settings.noise``, each noisy average, the empty tail's included),
+        each spent before its noise is drawn and withheld below its planned survivors. With
+        both kinds of release it must be stated for replace-one neighbours
+        (``PrivacyBudget(..., neighbouring="replace_one")``).
 
     Returns
     -------
@@ -411,6 +419,17 @@ def superquantile_aggregate(
     if not isinstance(secure, bool):
         raise TypeError(f"secure must be a bool; got {type(secure).__name__}")
     seed = check_seed(seed)
+    if budget is not None:
+        if not isinstance(budget, PrivacyBudget):
+            raise TypeError(f"budget must be a PrivacyBudget; got {type(budget).__name__}")
+        private_quantile = theta < 1.0 and quantile.rho is not None
+        if not private_quantile and settings.noise is None:
+            raise ValueError("a budget pays for noise: this round has none (no DP)")
+        if private_quantile and settings.noise is not None and budget.neighbouring != "replace_one":
+            raise ValueError(
+                "the DP quantile is replace-one and the noisy averages add/remove: one budget for "
+                'both must be PrivacyBudget(..., neighbouring="replace_one")'
+            )
     matrix = as_matrix(vectors)
     m = matrix.shape[0]
     alpha = np.asarray(weights, dtype=np.float64)
@@ -449,6 +468,7 @@ def superquantile_aggregate(
             seed=seed,
             dropouts=local_dropouts,
             secure=secure and not plain_event_only,
+            budget=budget if settings.noise is not None else None,
         )
 
     def to_caller(local: Iterable[int]) -> tuple[int, ...]:
@@ -482,6 +502,7 @@ def superquantile_aggregate(
                 dropouts=local_dropouts,
                 neighbors=quantile.neighbors,
                 sampler=quantile.sampler,
+                budget=budget,
             )
             threshold = float(quantile_result.estimate)
             events.append(quantile_result.event)

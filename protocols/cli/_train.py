@@ -14,16 +14,18 @@ import platform
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from dpquantile import BudgetExceededError
 from protocols.cli._arguments import positive_float, probability
 from protocols.cli.progress import ProgressBar
 from protocols.training.corruption import CORRUPTION_KINDS, Corruption
 from protocols.training.datasets import DATASET_NAMES, DatasetNotAvailableError, load_dataset
 from protocols.training.fedplus import FedPlusConfig, FedPlusResult, train_fedplus
 from protocols.training.ffgb import FFGBConfig, FFGBResult, train_ffgb
+from protocols.training.privacy import DEFAULT_DP_CLIP, DP_SCOPES, DPScope
 from protocols.training.trainer_config import ALGORITHMS, MODELS, TrainerConfig
 from protocols.training.trainers import TrainingResult, train
 from secagg import HeadroomError
@@ -31,6 +33,7 @@ from secagg import HeadroomError
 __all__ = ["register", "run"]
 
 DEFAULT_OUT = Path("secagg-dp-results")
+_DP_AUTO = "auto"
 _ALGORITHM_LABELS = {
     "fedavg": "FedAvg",
     "deltafl": "Δ-FL",
@@ -135,15 +138,33 @@ def register(subparsers: Any) -> None:
         "--epsilon",
         type=positive_float,
         default=5.0,
-        help="Δ-FL's loss quantiles: (ε, δ)-DP of all of them over the whole run (a total zCDP "
-        "ρ split over the rounds). It covers the quantiles only: the model averages carry no "
-        "noise, so the trained model has no DP guarantee",
+        help="the whole run's (ε, δ)-DP budget over every release --dp names (one budget, "
+        "split before round 1; each release is paid before its noise is drawn)",
     )
     parser.add_argument(
-        "--delta", type=probability, default=1e-5, help="δ of the (ε, δ)-DP budget (1e-5)"
+        "--delta", type=probability, default=1e-5, help="δ of the (ε, δ)-DP budget"
     )
     parser.add_argument(
-        "--no-dp", action="store_true", help="Δ-FL with the exact (non-private) quantile"
+        "--dp",
+        choices=(_DP_AUTO, "none", *DP_SCOPES),
+        default=_DP_AUTO,
+        help="what ε covers: 'model' (every model average carries the clients' distributed "
+        "discrete Gaussian noise: user-level DP of the model, every algorithm), 'thresholds' "
+        "(Δ-FL's loss quantiles only: the model has NO DP), 'both' (Δ-FL; others: model), "
+        "'none'; 'auto' = Δ-FL's thresholds only, the other algorithms no DP",
+    )
+    parser.add_argument(
+        "--dp-clip",
+        type=positive_float,
+        default=None,
+        help="public L2 clip of each update (default under model DP: "
+        f"{DEFAULT_DP_CLIP:g}; without it the round's largest norm, a simulator convenience)",
+    )
+    parser.add_argument(
+        "--bits", type=int, default=32, help="ring size b of the secure averages (M = 2^b)"
+    )
+    parser.add_argument(
+        "--no-dp", action="store_true", help="no DP at all (same as --dp none)"
     )
     parser.add_argument(
         "--corruption",
@@ -211,9 +232,19 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
         "seed": args.seed,
         "delta": args.delta,
     }
+    thresholds = name == "deltafl" and args.theta < 1.0
+    scope = "none" if args.no_dp else args.dp
+    if scope == _DP_AUTO:
+        scope = "thresholds" if thresholds else "none"
+    elif not thresholds and scope != "none":
+        # FedAvg beside Δ-FL has no threshold to privatise: 'thresholds' leaves it without DP.
+        scope = "model" if scope in ("model", "both") else "none"
     return TrainerConfig(
         algorithm=name,  # type: ignore[arg-type]
-        epsilon=args.epsilon if name == "deltafl" and not args.no_dp else None,
+        epsilon=None if scope == "none" else args.epsilon,
+        dp=None if scope == "none" else cast("DPScope", scope),
+        update_clip=args.dp_clip,
+        bits=args.bits,
         **common,
     )
 
@@ -225,9 +256,14 @@ def _algorithm(config: AnyConfig) -> str:
 def _label(result: AnyResult) -> str:
     config = result.config
     label = _ALGORITHM_LABELS[_algorithm(config)]
-    if isinstance(config, TrainerConfig) and config.algorithm == "deltafl":
+    if not isinstance(config, TrainerConfig):
+        return label
+    if config.algorithm == "deltafl":
         label += f" θ={config.theta:g}"
-        label += f" ε={config.epsilon:g}" if config.epsilon is not None else " exact-q"
+    if config.epsilon is not None:
+        label += f" ε={config.epsilon:g} {config.dp_scope}"
+    elif config.algorithm == "deltafl" and config.theta < 1.0:
+        label += " exact-q"
     return label
 
 
@@ -259,23 +295,23 @@ def _evaluation_text(result: AnyResult) -> str:
 
 def _table(results: list[AnyResult]) -> str:
     header = (
-        f"{'algorithm':<18s} {'mean':>6s} {'p10':>6s} {'p50':>6s} {'p90':>6s} "
-        f"{'ρ zCDP':>7s} {'ε (δ)':>6s} {'DP covers':<15s} {'sec avgs':>8s} {'skipped':>7s} "
+        f"{'algorithm':<22s} {'mean':>6s} {'p10':>6s} {'p50':>6s} {'p90':>6s} "
+        f"{'ρ zCDP':>7s} {'ε (δ)':>6s} {'DP covers':<30s} {'sec avgs':>8s} {'skipped':>7s} "
         f"{'empty':>5s} {'time':>7s}"
     )
     lines = [header, "-" * len(header)]
     for result in results:
         errors = result.errors
-        empty, rho, epsilon, covers = "—", "—", "—", "nothing (no DP)"
+        empty, rho, epsilon, covers = "—", "no DP", "—", "nothing (no DP)"
         if isinstance(result, TrainingResult):
-            if result.dp_covers != "nothing":
+            if result.rho_spent is not None and result.epsilon_spent is not None:
                 rho, epsilon = f"{result.rho_spent:.3g}", f"{result.epsilon_spent:.3g}"
-                covers = result.dp_covers
+            covers = result.dp_covers
             if result.config.algorithm == "deltafl":
                 empty = str(result.empty_tail_rounds)
         lines.append(
-            f"{_label(result):<18s} {errors.mean:>6.3f} {errors.p10:>6.3f} {errors.p50:>6.3f} "
-            f"{errors.p90:>6.3f} {rho:>7s} {epsilon:>6s} {covers:<15s} "
+            f"{_label(result):<22s} {errors.mean:>6.3f} {errors.p10:>6.3f} {errors.p50:>6.3f} "
+            f"{errors.p90:>6.3f} {rho:>7s} {epsilon:>6s} {covers:<30s} "
             f"{result.num_secure_averages:>8d} {result.rounds_skipped:>7d} "
             f"{empty:>5s} {result.wall_time:>6.1f}s"
         )
@@ -361,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
                 result = train_ffgb(config, data, progress=progress)
             else:
                 result = train(data, config, progress=progress)
-        except (ValueError, HeadroomError) as error:
+        except (ValueError, HeadroomError, BudgetExceededError) as error:
             bar.close()
             print(f"error: {error}")
             return 2
@@ -382,10 +418,17 @@ def run(args: argparse.Namespace) -> int:
     for text in dict.fromkeys(_evaluation_text(result) for result in results):
         print(text)
     print(_table(results))
+    model_dp = [isinstance(r, TrainingResult) and r.config.model_dp for r in results]
+    if all(model_dp):
+        model_note = "every model here is DP (user-level, add/remove or replace-one as planned)"
+    elif any(model_dp):
+        model_note = "only the runs whose 'DP covers' names the model have a DP model"
+    else:
+        model_note = "no run here adds noise to the model, so no trained model has a DP guarantee"
     print(
-        "ρ zCDP: the zCDP ρ composed over every noisy release; ε (δ): the (ε, δ)-DP it certifies "
-        f"at δ = {args.delta:g}, over the whole run, for what 'DP covers' names — no run here adds "
-        "noise to the model, so no trained model has a DP guarantee; sec avgs: secure averages "
+        "ρ zCDP: what the run's one budget spent (each release's worst case, paid before its "
+        f"noise); ε (δ): the (ε, δ)-DP it certifies at δ = {args.delta:g} for the whole run, for "
+        f"what 'DP covers' names — {model_note}; sec avgs: secure averages "
         "(RFA's communication cost); "
         "empty: Δ-FL rounds whose DP quantile overshot every loss (FedAvg fallback)"
     )

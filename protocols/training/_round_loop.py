@@ -71,7 +71,7 @@ def finish_round(
         threshold=None,
         tail_clients=None,
         empty_tail=None,
-        rho_spent=0.0,
+        rho_spent=None,  # no DP
         seconds=time.perf_counter() - start,
     )
 

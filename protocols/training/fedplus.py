@@ -357,7 +357,7 @@ class FedPlusResult:
             "upload_bytes": self.upload_bytes,
             "payload_bytes": self.payload_bytes,
             "rounds_skipped": self.rounds_skipped,
-            "dp_covers": "nothing",  # no noisy release: no DP guarantee of any kind
+            "dp_covers": "nothing (no DP)",  # no noisy release: no DP guarantee of any kind
             "model_dp": False,
             "rejected_updates": self.rejected_updates,
             "wall_time": self.wall_time,

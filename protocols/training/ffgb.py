@@ -380,7 +380,7 @@ class FFGBResult:
             "payload_bytes": self.payload_bytes,
             "secure_aggregation_compatible": self.secure_aggregation_compatible,
             "rounds_skipped": self.rounds_skipped,
-            "dp_covers": "nothing",  # no noisy release: no DP guarantee of any kind
+            "dp_covers": "nothing (no DP)",  # no noisy release: no DP guarantee of any kind
             "model_dp": False,
             "rejected_updates": self.rejected_updates,
             "wall_time": self.wall_time,

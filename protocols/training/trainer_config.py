@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 from dpquantile import rho_for_epsilon
 from protocols.aggregation.superquantile import EMPTY_TAIL_POLICIES, EmptyTailPolicy
 from protocols.training.corruption import Corruption
+from protocols.training.privacy import DEFAULT_DP_CLIP, DP_SCOPES, DPScope
 from secagg.validation import (
     check_fraction,
     check_int,
@@ -70,12 +71,19 @@ class TrainerConfig:
     theta
         Δ-FL's tail fraction θ in (0, 1] (θ = 1 is FedAvg); ignored by the other algorithms.
     epsilon
-        Δ-FL only: the whole run's privacy budget for the DP quantiles as (ε, δ)-DP at ``delta``.
-        It is converted to a total zCDP ρ (:func:`rho_for_epsilon`, the accountant's own
-        conversion), split across rounds; the events actually released are composed and
-        converted back at the end. ``None``: the exact quantile (no privacy).
+        The whole run's (ε, δ)-DP budget at ``delta``, over every release ``dp`` names. It is
+        converted once to a total zCDP ρ (:func:`rho_for_epsilon`) and split before round 1
+        (:class:`~protocols.training.privacy.RunPrivacyPlan`); each release is spent from one
+        :class:`~dpquantile.PrivacyBudget` before its noise is drawn. ``None``: no DP at all.
     delta
         δ of the (ε, δ)-DP budget and of the ε reported.
+    dp
+        What ``epsilon`` covers: ``"model"`` (every secure average of the model carries the
+        clients' distributed discrete Gaussian noise: user-level DP of the released models),
+        ``"thresholds"`` (Δ-FL's loss quantiles only; the model has no DP), or ``"both"``.
+        ``None``: ``"both"`` for Δ-FL with θ < 1, ``"model"`` otherwise.
+    dp_threshold_share
+        Under ``"both"``, the fraction of ρ given to the thresholds (the rest to the model).
     quantile_bins, loss_upper
         The DP quantile's histogram: bins (a power of 2) over the public loss range
         [0, ``loss_upper``] (``None``: 2·ln C, twice the loss of a uniform C-class prediction).
@@ -83,8 +91,8 @@ class TrainerConfig:
         What Δ-FL does when the DP quantile overshoots every loss (see
         :func:`~protocols.aggregation.superquantile.superquantile_aggregate`).
     rfa_max_iterations, rfa_smoothing, rfa_ftol
-        RFA's Weiszfeld steps R (R + 1 secure averages at most), smoothing ν and relative
-        objective tolerance; one-step RFA uses ν only.
+        RFA's Weiszfeld steps R (R + 1 secure averages at most), smoothing ν (``None``: see
+        :attr:`rfa_nu`) and relative objective tolerance; one-step RFA uses ν only.
     secure
         Run every aggregation through the secure sum (default); ``False`` is plain numpy, equal
         up to quantisation error and much faster.
@@ -92,8 +100,10 @@ class TrainerConfig:
         Ring size of FedAvg's and Δ-FL's secure averages (RFA uses 64 bits: its weights span
         α/‖z − w‖ up to α/ν).
     update_clip
-        Public L2 clip of each update (``None``: the round's largest norm, a simulator
-        convenience; a clip also bounds what an omniscient attacker can send).
+        Public L2 clip of each update; a clip also bounds what an omniscient attacker can send.
+        ``None``: :data:`~protocols.training.privacy.DEFAULT_DP_CLIP` under model DP, otherwise
+        the round's largest norm — a simulator convenience only (the grid scale it sets is
+        public, so it tells the server the largest norm; :attr:`clip_is_public` is false).
     neighbors
         Secure-sum graph: ``"auto"`` (SecAgg+ degree and threshold for the round's size from
         :func:`secagg.graph_parameters.secagg_plus_parameters`), ``None`` (complete graph), or a
@@ -122,10 +132,12 @@ class TrainerConfig:
     Traceback (most recent call last):
     ...
     ValueError: theta must be a number in (0, 1]; got 0.0
-    >>> TrainerConfig(algorithm="fedavg", epsilon=1.0)
+    >>> config.dp_scope, config.clip   # DP end to end by default; the public default clip
+    ('both', 1.0)
+    >>> TrainerConfig(algorithm="fedavg", dp="thresholds", epsilon=1.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: epsilon is the budget of Δ-FL's DP quantile; algorithm 'fedavg' releases none
+    ValueError: dp='thresholds' privatises Δ-FL's loss thresholds; algorithm 'fedavg' ...
     """
 
     algorithm: Algorithm = "fedavg"
@@ -140,11 +152,13 @@ class TrainerConfig:
     theta: float = 0.5
     epsilon: float | None = None
     delta: float = 1e-5
+    dp: DPScope | None = None
+    dp_threshold_share: float = 0.5
     quantile_bins: int = 32
     loss_upper: float | None = None
     empty_tail: EmptyTailPolicy = "all"
     rfa_max_iterations: int = 4
-    rfa_smoothing: float = 1e-6
+    rfa_smoothing: float | None = None
     rfa_ftol: float = 1e-6
     secure: bool = True
     bits: int = 32
@@ -186,12 +200,8 @@ class TrainerConfig:
             raise ValueError(f"model must be one of {', '.join(MODELS)}; got {self.model!r}")
         object.__setattr__(self, "theta", check_fraction("theta", self.theta, zero=False, one=True))
         if self.epsilon is not None:
-            if self.algorithm != "deltafl":
-                raise ValueError(
-                    "epsilon is the budget of Δ-FL's DP quantile; "
-                    f"algorithm {self.algorithm!r} releases none"
-                )
             object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+        self._check_dp()
         object.__setattr__(
             self, "delta", check_fraction("delta", self.delta, zero=False, one=False)
         )
@@ -201,9 +211,10 @@ class TrainerConfig:
             raise ValueError(
                 f"empty_tail must be one of {EMPTY_TAIL_POLICIES}; got {self.empty_tail!r}"
             )
-        object.__setattr__(
-            self, "rfa_smoothing", check_positive("rfa_smoothing", self.rfa_smoothing)
-        )
+        if self.rfa_smoothing is not None:
+            object.__setattr__(
+                self, "rfa_smoothing", check_positive("rfa_smoothing", self.rfa_smoothing)
+            )
         object.__setattr__(self, "rfa_ftol", check_nonnegative("rfa_ftol", self.rfa_ftol))
         if not isinstance(self.secure, bool):
             raise TypeError(f"secure must be a bool; got {type(self.secure).__name__}")
@@ -230,6 +241,91 @@ class TrainerConfig:
             object.__setattr__(
                 self, "blas_threads", check_int("blas_threads", self.blas_threads, minimum=1)
             )
+
+    def _check_dp(self) -> None:
+        share = check_fraction(
+            "dp_threshold_share", self.dp_threshold_share, zero=False, one=False
+        )
+        object.__setattr__(self, "dp_threshold_share", share)
+        if self.dp is None:
+            return
+        if self.dp not in DP_SCOPES:
+            raise ValueError(f"dp must be one of {', '.join(DP_SCOPES)}; got {self.dp!r}")
+        if self.epsilon is None:
+            raise ValueError(f"dp={self.dp!r} needs an epsilon (the run's budget)")
+        has_thresholds = self.algorithm == "deltafl" and self.theta < 1.0
+        if self.dp != "model" and not has_thresholds:
+            raise ValueError(
+                f"dp={self.dp!r} privatises Δ-FL's loss thresholds; algorithm "
+                f"{self.algorithm!r} with θ = {self.theta:g} has none (use dp='model')"
+            )
+
+    @property
+    def dp_scope(self) -> DPScope | None:
+        """What the run's ε covers (``None``: no DP).
+
+        Examples
+        --------
+        >>> TrainerConfig(epsilon=1.0).dp_scope, TrainerConfig().dp_scope
+        ('model', None)
+        """
+        if self.epsilon is None:
+            return None
+        if self.dp is not None:
+            return self.dp
+        return "both" if self.algorithm == "deltafl" and self.theta < 1.0 else "model"
+
+    @property
+    def model_dp(self) -> bool:
+        """Whether the model averages carry noise (the released models are DP).
+
+        Examples
+        --------
+        >>> TrainerConfig(algorithm="deltafl", epsilon=1.0, dp="thresholds").model_dp
+        False
+        """
+        return self.dp_scope in ("model", "both")
+
+    @property
+    def clip(self) -> float | None:
+        """The update clip in force: ``update_clip``, else the public default under model DP,
+        else ``None`` (the round's largest norm).
+
+        Examples
+        --------
+        >>> TrainerConfig(update_clip=2.0).clip, TrainerConfig().clip
+        (2.0, None)
+        """
+        if self.update_clip is not None:
+            return self.update_clip
+        return DEFAULT_DP_CLIP if self.model_dp else None
+
+    @property
+    def clip_is_public(self) -> bool:
+        """False when the clip is the round's largest norm (derived from the updates).
+
+        Examples
+        --------
+        >>> TrainerConfig().clip_is_public, TrainerConfig(epsilon=1.0).clip_is_public
+        (False, True)
+        """
+        return self.clip is not None
+
+    @property
+    def rfa_nu(self) -> float:
+        """RFA's smoothing ν in force: ``rfa_smoothing``, else 10⁻⁶ without model DP and a
+        quarter of the clip with it (each noisy Weiszfeld average's sensitivity is clip/ν).
+
+        Examples
+        --------
+        >>> rfa = TrainerConfig(algorithm="rfa")
+        >>> rfa.rfa_nu, rfa.with_changes(epsilon=1.0).rfa_nu
+        (1e-06, 0.25)
+        """
+        if self.rfa_smoothing is not None:
+            return self.rfa_smoothing
+        clip = self.clip
+        return 0.25 * clip if self.model_dp and clip is not None else 1e-6
 
     @property
     def rho_budget(self) -> float | None:

@@ -74,13 +74,13 @@ class RoundRecord:
         Δ-FL only (else ``None``): the loss threshold Q̂, how many clients reached it (simulator
         only), and whether none did (the DP quantile overshot; ``config.empty_tail`` applied).
     rho_spent
-        The zCDP ρ spent so far (the whole run's, after this round).
+        The zCDP ρ the run's budget has spent so far, after this round (``None``: no DP).
     seconds
         Wall time of the round.
 
     Examples
     --------
-    >>> RoundRecord(0, 10, 0, 0, 10, False, None, 2.3, 1, 1, None, None, None, 0.0, 0.1).survivors
+    >>> RoundRecord(0, 10, 0, 0, 10, False, None, 2.3, 1, 1, None, None, None, None, 0.1).survivors
     10
     """
 
@@ -97,7 +97,7 @@ class RoundRecord:
     threshold: float | None
     tail_clients: int | None
     empty_tail: bool | None
-    rho_spent: float
+    rho_spent: float | None
     seconds: float
 
 
@@ -125,9 +125,10 @@ class TrainingResult:
     initial_train_loss, final_train_loss
         Data-weighted mean training loss over all training clients before and after training.
     rho_spent, epsilon_spent, delta
-        The zCDP ρ composed over every release by :class:`dpquantile.ZCDPAccountant`, and the
-        (ε, δ)-DP it certifies at ``delta`` (the run's privacy; 0 when nothing was released
-        with noise). With ``config.epsilon`` set, ``epsilon_spent ≤ config.epsilon``.
+        What the run's one :class:`~dpquantile.PrivacyBudget` spent (each release's worst case,
+        charged before its noise was drawn): the zCDP ρ and the (ε, δ)-DP it certifies at
+        ``delta``, for what :attr:`dp_covers` names. ``None`` for both without DP (a run with no
+        noisy release has no DP guarantee, never "ε = 0"). ``epsilon_spent ≤ config.epsilon``.
     num_secure_averages, num_secure_sums
         Totals over the run (see :class:`RoundRecord`).
     rounds_skipped, rejected_updates
@@ -138,6 +139,10 @@ class TrainingResult:
         Seconds for the whole run (evaluation included).
     seeds
         ``{"seed", "dataset_seed", "corruption_seed"}``.
+    privacy
+        ``{"plan": ..., "ledger": [...]}``: the run's
+        :class:`~protocols.training.privacy.RunPrivacyPlan` and every spend of its budget (round,
+        event, ρ, relation, clients, σ, dimension); ``None`` without DP.
 
     Examples
     --------
@@ -145,8 +150,8 @@ class TrainingResult:
     >>> from protocols.training.trainers import train
     >>> data = synthetic(1, 1, num_clients=6, num_test_clients=0, seed=0)
     >>> result = train(data, TrainerConfig(rounds=2, clients_per_round=3, secure=False))
-    >>> result.num_secure_averages, result.evaluation, result.epsilon_spent
-    (2, 'heldout', 0.0)
+    >>> result.num_secure_averages, result.evaluation, result.epsilon_spent, result.dp_covers
+    (2, 'heldout', None, 'nothing (no DP)')
     """
 
     config: TrainerConfig
@@ -160,8 +165,8 @@ class TrainingResult:
     errors: ErrorSummary
     initial_train_loss: float
     final_train_loss: float
-    rho_spent: float
-    epsilon_spent: float
+    rho_spent: float | None
+    epsilon_spent: float | None
     delta: float
     num_secure_averages: int
     num_secure_sums: int
@@ -170,6 +175,7 @@ class TrainingResult:
     corrupted_clients: tuple[int, ...]
     wall_time: float
     seeds: Mapping[str, int] = field(default_factory=dict)
+    privacy: Mapping[str, Any] | None = None
 
     @property
     def empty_tail_rounds(self) -> int:
@@ -189,9 +195,9 @@ class TrainingResult:
 
     @property
     def dp_covers(self) -> str:
-        """What ``epsilon_spent`` is a guarantee for: ``"nothing"`` (no noisy release: the run
-        has no DP) or ``"loss quantiles"`` (Δ-FL's thresholds; the model averages carry no
-        noise, so the trained model itself has no DP guarantee).
+        """What ``epsilon_spent`` is a guarantee for: ``"nothing (no DP)"``, ``"model"`` (every
+        model average was noisy: user-level DP of the released models), ``"loss thresholds only
+        (the model: no DP)"`` or ``"model and loss thresholds"``.
 
         Examples
         --------
@@ -199,9 +205,11 @@ class TrainingResult:
         >>> from protocols.training.trainers import train
         >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
         >>> train(data, TrainerConfig(rounds=1, clients_per_round=2, secure=False)).dp_covers
-        'nothing'
+        'nothing (no DP)'
         """
-        return "nothing" if self.rho_spent == 0 else "loss quantiles"
+        if self.privacy is None:
+            return "nothing (no DP)"
+        return str(self.privacy["plan"]["covers"])
 
     def to_dict(self, *, per_client: bool = True) -> dict[str, Any]:
         """A JSON-serialisable record (the parameters are left out).
@@ -235,7 +243,10 @@ class TrainingResult:
             "epsilon_spent": self.epsilon_spent,
             "delta": self.delta,
             "dp_covers": self.dp_covers,
-            "model_dp": False,
+            "model_dp": self.config.model_dp,
+            "update_clip": self.config.clip,
+            "update_clip_public": self.config.clip_is_public,
+            "privacy": None if self.privacy is None else dict(self.privacy),
             "num_secure_averages": self.num_secure_averages,
             "num_secure_sums": self.num_secure_sums,
             "rounds_skipped": self.rounds_skipped,

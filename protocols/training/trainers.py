@@ -35,10 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dpquantile import ZCDPAccountant
+from dpquantile import BudgetExceededError, PrivacyBudget, ZCDPAccountant
 from protocols.aggregation.geometric_median import geometric_median, one_step_rfa
 from protocols.aggregation.secure_average import (
     AverageSettings,
+    DiscreteGaussianNoise,
     EffectiveWeightError,
     ZeroWeightSumError,
     secure_weighted_average,
@@ -52,10 +53,11 @@ from protocols.training.corruption import (
 )
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.models import MLP, Classifier, MultinomialLogisticRegression
+from protocols.training.privacy import RunPrivacyPlan, planned_survivors
 from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_config import TrainerConfig
 from protocols.training.trainer_results import ErrorSummary, RoundRecord, TrainingResult
-from secagg import TooFewSurvivorsError
+from secagg import HeadroomError, TooFewSurvivorsError
 from secagg.graph_parameters import secagg_plus_parameters
 
 __all__ = [
@@ -74,24 +76,12 @@ ProgressCallback = Callable[[int, int], None]
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _SGD, _DROPOUT, _CORRUPT, _AGGREGATE, _CORRUPT_SELECT = range(1, 7)
 # Rounds are skipped on these: nothing was released, the model is kept.
-_ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightError)
-# Calibrate the DP quantile's noise for the number of survivors exceeded w.p. 1 − 10⁻³.
-_SURVIVOR_QUANTILE = 1e-3
-
-
-def _binomial_lower_quantile(n: int, p: float, q: float = _SURVIVOR_QUANTILE) -> int:
-    """The largest k with P[Binomial(n, p) < k] ≤ q: survivors are ≥ k except w.p. ≤ q."""
-    if p >= 1.0:
-        return n
-    log_p, log_q = math.log(p), math.log1p(-p)
-    below = 0.0
-    for k in range(n + 1):
-        log_pmf = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-        mass = math.exp(log_pmf + k * log_p + (n - k) * log_q)
-        if below + mass > q:
-            return k
-        below += mass
-    return n
+_ROUND_FAILURES = (
+    TooFewSurvivorsError,
+    ZeroWeightSumError,
+    EffectiveWeightError,
+    BudgetExceededError,
+)
 
 
 @contextlib.contextmanager
@@ -185,7 +175,9 @@ class FederatedTrainer:
         self.model = self._build_model()
         self.evaluation = self._resolve_evaluation()
         self.evaluation_clients = self._evaluation_clients()
-        self.accountant = ZCDPAccountant()
+        self.privacy = self._plan_privacy()
+        self.budget: PrivacyBudget | None = None if self.privacy is None else self.privacy.budget()
+        self.ledger: list[dict[str, object]] = []
         self.loss_upper = (
             config.loss_upper
             if config.loss_upper is not None
@@ -201,6 +193,91 @@ class FederatedTrainer:
         if config.model == "mlp":
             return MLP(data.num_features, config.hidden, data.num_classes, seed=config.seed)
         return MultinomialLogisticRegression(data.num_features, data.num_classes)
+
+    def _averages_per_round(self) -> int:
+        """The most secure averages of the model one round can release."""
+        config = self.config
+        if config.algorithm == "rfa":
+            return config.rfa_max_iterations + 1
+        if config.algorithm == "deltafl" and config.theta < 1.0 and config.empty_tail == "all":
+            return 2  # an empty tail pays its zero-weight average, then averages everyone
+        return 1
+
+    def _plan_privacy(self) -> RunPrivacyPlan | None:
+        """Split the run's (ε, δ) before round 1; refuse a schedule the ring cannot hold."""
+        config = self.config
+        scope = config.dp_scope
+        if scope is None:
+            return None
+        assert config.epsilon is not None
+        plan = RunPrivacyPlan.split(
+            scope,
+            epsilon=config.epsilon,
+            delta=config.delta,
+            rounds=config.rounds,
+            averages_per_round=self._averages_per_round(),
+            survivors=planned_survivors(config.clients_per_round, config.dropout),
+            threshold_share=config.dp_threshold_share,
+        )
+        if plan.average_rho is not None and config.algorithm in ("fedavg", "deltafl"):
+            # The ring must hold m clients plus their noise: checked now, not at round 1.
+            zeros = np.zeros((config.clients_per_round, self.model.get_parameters().size))
+            try:
+                secure_weighted_average(
+                    zeros,
+                    np.ones(config.clients_per_round),
+                    settings=self._settings(config.bits, plan),
+                    weight_cap=1.0,
+                    secure=False,
+                    seed=0,
+                )
+            except HeadroomError as error:
+                raise HeadroomError(
+                    f"the planned noise does not fit bits={config.bits}: {error}",
+                    required_bits=error.required_bits,
+                ) from error
+        return plan
+
+    def _settings(
+        self,
+        bits: int,
+        plan: RunPrivacyPlan | None,
+        neighbors: int | None = None,
+        threshold: int | None = None,
+    ) -> AverageSettings:
+        """The secure averages' settings, with the planned noise under model DP.
+
+        Under model DP, FedAvg's average divides by the public number of survivors (every
+        weight is 1): the noisy weight coordinate of a small cohort could be negative. Δ-FL's
+        tail and RFA's weights are private, so they divide by the released (noisy) weight sum.
+        """
+        noise = None
+        if plan is not None and plan.average_rho is not None:
+            noise = DiscreteGaussianNoise(
+                rho=plan.average_rho, min_survivors=plan.survivors, neighbouring=plan.neighbouring
+            )
+        fixed = noise is not None and self.config.algorithm == "fedavg"
+        return AverageSettings(
+            bits=bits,
+            clip=self.config.clip,
+            noise=noise,
+            neighbors=neighbors,
+            threshold=threshold,
+            denominator="survivors" if fixed else "released",
+        )
+
+    @property
+    def accountant(self) -> ZCDPAccountant:
+        """What the run has spent so far (a copy; empty without DP).
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> FederatedTrainer(data, TrainerConfig(clients_per_round=2)).accountant.rho
+        0.0
+        """
+        return ZCDPAccountant() if self.budget is None else self.budget.accountant
 
     def _resolve_evaluation(self) -> str:
         choice = self.config.evaluation
@@ -270,24 +347,17 @@ class FederatedTrainer:
             return None, None
         return (None if params.complete_graph else params.degree), params.threshold
 
-    def _quantile_settings(self, index: int, participants: int) -> QuantileSettings | None:
-        """The DP quantile of round ``index``, or ``None`` (exact) — the budget split evenly."""
-        budget = self.config.rho_budget
-        if budget is None:
+    def _quantile_settings(self) -> QuantileSettings | None:
+        """The round's DP quantile at its planned share, or ``None`` (exact)."""
+        plan = self.privacy
+        if plan is None or plan.threshold_rho is None:
             return None
-        # What is left, split over the rounds left. Each release is at most its share: with fewer
-        # survivors than planned the server refuses to unmask (the round is skipped, unpaid).
-        remaining = budget - self.accountant.rho
-        rho = remaining / (self.config.rounds - index)
-        if not rho > budget * 1e-12:
-            raise _BudgetExhausted(f"ρ budget {budget:.4g} spent ({self.accountant.rho:.4g})")
-        planned = _binomial_lower_quantile(participants, 1.0 - self.config.dropout)
         return QuantileSettings(
-            rho=rho,
+            rho=plan.threshold_rho,
             lower=0.0,
             upper=self.loss_upper,
             bins=self.config.quantile_bins,
-            min_survivors=max(2, min(planned, participants)),
+            min_survivors=plan.survivors,
             neighbors=self.config.neighbors,
         )
 
@@ -299,39 +369,43 @@ class FederatedTrainer:
         losses: NDArray[np.float64],
         dropouts: dict[str, list[int]] | None,
     ) -> _Aggregate:
-        config = self.config
+        config, budget = self.config, self.budget
         n = updates.shape[0]
         neighbors, threshold = self._graph(n)
         seed = derived_seed(config.seed, _AGGREGATE, index)
-        settings = AverageSettings(
-            bits=config.bits, clip=config.update_clip, neighbors=neighbors, threshold=threshold
-        )
+        settings = self._settings(config.bits, self.privacy, neighbors, threshold)
+        # Under model DP every client counts once (weight 1, public cap 1): a client's number of
+        # examples would be a private, unbounded weight.
+        weight_cap = 1.0 if settings.noise is not None else None
+        if settings.noise is not None:
+            alpha = np.ones_like(alpha)
         if config.algorithm == "fedavg":
             result = secure_weighted_average(
                 updates,
                 alpha,
                 settings=settings,
+                weight_cap=weight_cap,
                 seed=seed,
                 dropouts=dropouts,
                 secure=config.secure,
+                budget=budget,
             )
             return _Aggregate(result.average, len(result.survivors), 1, 1)
         if config.algorithm == "deltafl":
-            quantile = self._quantile_settings(index, n)
             sq = superquantile_aggregate(
                 updates,
                 alpha,
                 losses,
                 theta=config.theta,
-                quantile=quantile,
+                quantile=self._quantile_settings(),
                 settings=settings,
+                weight_cap=weight_cap,
                 secure=config.secure,
                 seed=seed,
                 dropouts=dropouts,
                 empty_tail=config.empty_tail,
+                budget=budget,
             )
-            for event in sq.events:
-                self.accountant.compose(event)
             reason = sq.failure
             if reason is None and sq.average is None:
                 reason = "empty tail: the DP quantile is above every loss"
@@ -345,9 +419,7 @@ class FederatedTrainer:
                 sq.num_tail_clients if config.theta < 1 else None,
                 sq.empty_tail if config.theta < 1 else None,
             )
-        rfa_settings = AverageSettings(
-            bits=64, clip=config.update_clip, neighbors=neighbors, threshold=threshold
-        )
+        rfa_settings = self._settings(64, self.privacy, neighbors, threshold)
         if config.algorithm == "rfa":
             per_call = None
             if dropouts:
@@ -355,13 +427,15 @@ class FederatedTrainer:
             median = geometric_median(
                 updates,
                 alpha,
-                smoothing=config.rfa_smoothing,
+                smoothing=config.rfa_nu,
                 ftol=config.rfa_ftol,
                 max_iterations=config.rfa_max_iterations,
                 secure=config.secure,
                 settings=rfa_settings,
+                weight_cap=weight_cap,
                 seed=seed,
                 dropouts=per_call,
+                budget=budget,
             )
             survivors = n - sum(len(v) for v in (dropouts or {}).values())
             if median.iterative is not None:
@@ -371,11 +445,13 @@ class FederatedTrainer:
         result = one_step_rfa(
             updates,
             alpha,
-            smoothing=config.rfa_smoothing,
+            smoothing=config.rfa_nu,
             secure=config.secure,
             settings=rfa_settings,
+            weight_cap=weight_cap,
             seed=seed,
             dropouts=dropouts,
+            budget=budget,
         )
         return _Aggregate(result.average, len(result.survivors), 1, 1)
 
@@ -441,15 +517,29 @@ class FederatedTrainer:
             )
 
         outcome: _Aggregate
+        spent_before = 0 if self.budget is None else len(self.budget.ledger)
+        planned = None if self.privacy is None else self.privacy.survivors
         if keep.size < 2:
             outcome = _Aggregate(None, 0, 0, 0, f"{keep.size} finite update(s): a sum needs 2")
+        elif planned is not None and keep.size < planned:
+            outcome = _Aggregate(
+                None,
+                0,
+                0,
+                0,
+                f"{keep.size} finite update(s): the noise is planned for {planned} survivors "
+                "(nothing released, nothing spent)",
+            )
         else:
             try:
                 outcome = self._aggregate(index, kept_updates, alpha, kept_losses, dropouts)
-            except _BudgetExhausted as error:
-                outcome = _Aggregate(None, 0, 0, 0, f"privacy budget exhausted: {error}")
             except _ROUND_FAILURES as error:
                 outcome = _Aggregate(None, 0, 0, 0, f"{type(error).__name__}: {error}")
+        if self.budget is not None:
+            self.ledger.extend(
+                _ledger_entry(index, event, count)
+                for event, count in self.budget.ledger[spent_before:]
+            )
         reason = outcome.skip_reason
         if outcome.update is not None and reason is None:
             if np.isfinite(outcome.update).all():
@@ -472,7 +562,7 @@ class FederatedTrainer:
             threshold=outcome.threshold,
             tail_clients=outcome.tail_clients,
             empty_tail=outcome.empty_tail,
-            rho_spent=self.accountant.rho,
+            rho_spent=None if self.budget is None else self.budget.accountant.rho,
             seconds=time.perf_counter() - start,
         )
 
@@ -512,8 +602,12 @@ class FederatedTrainer:
                     progress(index + 1, config.rounds)
             final_loss = self.train_loss()
             errors = self.client_errors()
-        rho = self.accountant.rho
-        epsilon = self.accountant.epsilon(config.delta) if rho > 0 else 0.0
+        rho: float | None = None
+        epsilon: float | None = None
+        if self.budget is not None:
+            spent = self.budget.accountant
+            rho = spent.rho
+            epsilon = spent.epsilon(config.delta) if rho > 0 else 0.0
         return TrainingResult(
             config=config,
             dataset=self.dataset.name,
@@ -540,11 +634,20 @@ class FederatedTrainer:
                 "dataset_seed": self.dataset.seed,
                 "corruption_seed": self.corruption_seed,
             },
+            privacy=None
+            if self.privacy is None
+            else {"plan": self.privacy.to_dict(), "ledger": list(self.ledger)},
         )
 
 
-class _BudgetExhausted(Exception):
-    """The DP quantile's budget is spent: the round cannot compute a private threshold."""
+def _ledger_entry(index: int, event: object, count: int) -> dict[str, object]:
+    """One spend of the run's budget, as a JSON record."""
+    record: dict[str, object] = {"round": index, "event": type(event).__name__, "count": count}
+    for name in ("rho", "relation", "num_clients", "sigma", "dimension", "l2_sensitivity"):
+        value = getattr(event, name, None)
+        if value is not None:
+            record[name] = value
+    return record
 
 
 def train(

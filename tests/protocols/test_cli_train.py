@@ -35,7 +35,7 @@ def test_default_pair_secure_writes_table_json_and_plot(
     assert deltafl["epsilon_spent"] == pytest.approx(5.0, rel=1e-3) and deltafl["delta"] == 1e-5
     assert deltafl["epsilon_spent"] <= 5.0 and 0.5 < deltafl["rho_spent"] < 0.6
     assert "ρ zCDP" in out and "ε (δ)" in out
-    assert fedavg["rho_spent"] == 0.0 and fedavg["num_secure_averages"] == 4
+    assert fedavg["rho_spent"] is None and fedavg["num_secure_averages"] == 4
     assert record["secure"] is True and record["dataset"]["name"] == "synthetic(1,1)"
     assert len(deltafl["client_errors"]) == 30 and deltafl["config"]["secure"]
     plot = tmp_path / "test_errors.png"
@@ -112,11 +112,15 @@ def test_the_table_says_what_the_privacy_covers(
     assert code == 0
     deltafl = next(line for line in out.splitlines() if line.startswith("Δ-FL"))
     fedavg = next(line for line in out.splitlines() if line.startswith("FedAvg"))
-    assert "loss quantiles" in deltafl and "nothing (no DP)" in fedavg
+    assert "thresholds only (model: no DP)" in deltafl and "nothing (no DP)" in fedavg
     assert " 0 " not in fedavg.split("nothing")[0][-12:]  # no "ε 0" that reads as perfect privacy
     assert "no trained model has a DP guarantee" in out
     record = json.loads((tmp_path / "train_results.json").read_text())
     by_algorithm = {r["algorithm"]: r for r in record["runs"]}
-    assert by_algorithm["deltafl"]["dp_covers"] == "loss quantiles"
-    assert by_algorithm["fedavg"]["dp_covers"] == "nothing"
+    assert by_algorithm["deltafl"]["dp_covers"] == "thresholds only (model: no DP)"
+    assert by_algorithm["fedavg"]["dp_covers"] == "nothing (no DP)"
+    assert (
+        by_algorithm["fedavg"]["epsilon_spent"] is None
+        and by_algorithm["fedavg"]["privacy"] is None
+    )
     assert not any(r["model_dp"] for r in record["runs"])

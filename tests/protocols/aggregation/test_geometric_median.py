@@ -302,7 +302,8 @@ def test_privacy_smoothing_certifies_every_plain_step(seed: int, s: float, n: in
 def test_noisy_geometric_median_accounts_every_call() -> None:
     points = outlier_data(10, 4, 0.1, seed=2)
     noisy = AverageSettings(bits=64, clip=20.0, noise=DiscreteGaussianNoise(sigma=1e-3))
-    result = geometric_median(points, settings=noisy, max_iterations=3, ftol=0.0, seed=1)
+    result = geometric_median(points, settings=noisy, max_iterations=3, ftol=0.0, seed=1,
+                              weight_cap=1.0)
     assert result.event is not None
     assert len(list(result.event.leaves())) == result.num_secure_averages == 4
     plain = secure_weighted_average(points, np.ones(10), secure=False)

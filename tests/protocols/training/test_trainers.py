@@ -43,7 +43,11 @@ def test_theta_outside_zero_one_is_a_value_error(theta: float) -> None:
     ("changes", "message"),
     [
         ({"algorithm": "sgd"}, "algorithm"),
-        ({"algorithm": "rfa", "epsilon": 1.0}, "epsilon"),
+        ({"algorithm": "rfa", "epsilon": 1.0, "dp": "thresholds"}, "thresholds"),
+        ({"algorithm": "deltafl", "theta": 1.0, "epsilon": 1.0, "dp": "both"}, "thresholds"),
+        ({"dp": "model"}, "needs an epsilon"),
+        ({"epsilon": 1.0, "dp": "all"}, "dp must be one of"),
+        ({"algorithm": "deltafl", "epsilon": 1.0, "dp_threshold_share": 1.0}, "share"),
         ({"algorithm": "deltafl", "epsilon": 0.0}, "epsilon"),
         ({"rounds": 0}, "rounds"),
         ({"clients_per_round": 1}, "clients_per_round"),
@@ -107,12 +111,20 @@ def test_deltafl_with_theta_one_equals_fedavg_exactly(
     assert np.array_equal(fedavg.client_errors, deltafl.client_errors)
     assert [r.skipped for r in fedavg.history] == [r.skipped for r in deltafl.history]
     assert deltafl.num_secure_sums == fedavg.num_secure_sums  # no quantile at θ = 1
-    assert deltafl.rho_spent == 0.0
+    assert deltafl.rho_spent is None and deltafl.dp_covers == "nothing (no DP)"
 
 
 @pytest.mark.parametrize(
     ("algorithm", "epsilon"),
-    [("fedavg", None), ("deltafl", None), ("deltafl", 3.0), ("rfa", None), ("rfa1", None)],
+    [
+        ("fedavg", None),
+        ("deltafl", None),
+        ("deltafl", 3.0),
+        ("rfa", None),
+        ("rfa1", None),
+        ("fedavg", 3.0),
+        ("rfa1", 3.0),
+    ],
 )
 def test_secure_and_plain_agree_to_quantisation_error(
     data: FederatedDataset, algorithm: str, epsilon: float | None
@@ -124,7 +136,7 @@ def test_secure_and_plain_agree_to_quantisation_error(
     assert np.abs(secure.parameters - plain.parameters).max() < 1e-6
     assert [r.tail_clients for r in secure.history] == [r.tail_clients for r in plain.history]
     assert secure.num_secure_averages == plain.num_secure_averages
-    assert secure.rho_spent == pytest.approx(plain.rho_spent, rel=1e-12)
+    assert secure.rho_spent == plain.rho_spent  # the same plan, the same worst-case spends
     assert secure.config.secure and not plain.config.secure
 
 
@@ -147,11 +159,11 @@ def test_deltafl_records_its_tail_and_threshold(data: FederatedDataset) -> None:
     result = train(data, small(algorithm="deltafl", theta=0.5, rounds=3))
     for record in result.history[1:]:  # round 0: every loss is ln 10, ties join the tail
         assert record.tail_clients == 3 and record.threshold is not None
-    assert result.num_secure_sums == 3 and result.epsilon_spent == 0.0
+    assert result.num_secure_sums == 3 and result.epsilon_spent is None
 
 
 def test_dp_quantile_spends_exactly_the_budget(data: FederatedDataset) -> None:
-    config = small(algorithm="deltafl", theta=0.5, epsilon=2.0, rounds=5)
+    config = small(algorithm="deltafl", theta=0.5, epsilon=2.0, rounds=5, dp="thresholds")
     result = train(data, config)
     budget = config.rho_budget
     assert budget is not None and result.delta == 1e-5
@@ -167,7 +179,9 @@ def test_dp_quantile_spends_exactly_the_budget(data: FederatedDataset) -> None:
 def test_dropouts_never_push_the_dp_quantile_over_its_budget(data: FederatedDataset) -> None:
     # With dropouts the noise is planned for a survivor count; a round with fewer survivors is
     # refused by the server (skipped, unpaid), so the run never spends more than its budget.
-    config = small(algorithm="deltafl", theta=0.5, epsilon=2.0, rounds=6, dropout=0.3)
+    config = small(
+        algorithm="deltafl", theta=0.5, epsilon=2.0, rounds=6, dropout=0.3, dp="thresholds"
+    )
     result = train(data, config)
     budget = config.rho_budget
     assert budget is not None
@@ -179,7 +193,7 @@ def test_empty_tail_falls_back_to_fedavg_instead_of_deadlocking(data: FederatedD
     # At the zero model every loss is ln 10, exactly the lower edge of a histogram bin of
     # [0, 2 ln 10]: with little noise the interpolated quantile sits inside that bin, above every
     # loss. "skip" keeps the model and sees the same tie forever; "all" takes a FedAvg step.
-    config = small(algorithm="deltafl", theta=0.5, epsilon=60.0, rounds=3)
+    config = small(algorithm="deltafl", theta=0.5, epsilon=60.0, rounds=3, dp="thresholds")
     stuck = train(data, config.with_changes(empty_tail="skip"))
     assert stuck.rounds_skipped == 3 and stuck.empty_tail_rounds == 3
     assert not stuck.parameters.any() and stuck.num_secure_averages == 3

@@ -1,0 +1,258 @@
+"""One privacy budget per training run: every private release planned before round 1.
+
+A run's (ε, δ) is converted once to a total zCDP ρ (:func:`dpquantile.rho_for_epsilon`) and split
+before training starts over everything the run may release privately:
+
+- ``"thresholds"``: Δ-FL's DP loss quantile, one per round (the model averages carry no noise);
+- ``"model"``: every secure average of the model carries the clients' distributed discrete
+  Gaussian noise (KLS21), so the released model is (ε, δ)-DP at the user level;
+- ``"both"``: a share :attr:`RunPrivacyPlan.threshold_share` of ρ for the quantiles, the rest for
+  the averages.
+
+Each round's releases get fixed shares, planned for the worst case (RFA's K + 1 Weiszfeld
+averages; Δ-FL's empty tail, which costs a second average under ``empty_tail="all"``). Every
+release is spent from the run's one :class:`~dpquantile.PrivacyBudget` *before* its noise is drawn
+and withheld (the round skipped) when fewer clients survive than its noise was planned for, so a
+run never spends more than planned whatever drops. With private thresholds every event is stated
+for replace-one neighbours (the quantile's relation: the number of clients is public); with the
+model alone, add/remove (user-level DP).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from dpquantile import (
+    BudgetExceededError,
+    Neighbouring,
+    PrivacyBudget,
+    ZCDPAccountant,
+    rho_for_epsilon,
+)
+from dpquantile.accounting import ZCDP
+
+__all__ = [
+    "DEFAULT_DP_CLIP",
+    "DP_SCOPES",
+    "DPScope",
+    "RunPrivacyPlan",
+    "planned_survivors",
+]
+
+DPScope = Literal["model", "thresholds", "both"]
+DP_SCOPES: tuple[str, ...] = get_args(DPScope)
+"""What a run's ε covers: the model averages, Δ-FL's loss thresholds, or both."""
+
+DEFAULT_DP_CLIP = 1.0
+"""The public L2 clip of each update under model DP when none is given (the median update norm
+of the default Synthetic(1, 1) logistic-regression run is ≈ 0.85; never derived from the data)."""
+
+# The plan spends at most this fraction of rho_for_epsilon(ε, δ): the fast sampler's
+# total-variation terms (≤ 1e-50 per event at moderate ε) then fit under ε.
+_PLAN_MARGIN = 1.0 - 1e-6
+# Noise is calibrated for the number of survivors exceeded except with probability 10⁻³.
+_SURVIVOR_QUANTILE = 1e-3
+
+
+def planned_survivors(participants: int, dropout: float, q: float = _SURVIVOR_QUANTILE) -> int:
+    """The largest k with P[Binomial(n, 1 − dropout) < k] ≤ q (at least 2, at most n).
+
+    Examples
+    --------
+    >>> planned_survivors(10, 0.0), planned_survivors(100, 0.1)
+    (10, 80)
+    """
+    if dropout <= 0.0:
+        return participants
+    p = 1.0 - dropout
+    log_p, log_q = math.log(p), math.log1p(-p)
+    below = 0.0
+    for k in range(participants + 1):
+        log_pmf = (
+            math.lgamma(participants + 1) - math.lgamma(k + 1) - math.lgamma(participants - k + 1)
+        )
+        mass = math.exp(log_pmf + k * log_p + (participants - k) * log_q)
+        if below + mass > q:
+            return max(2, min(k, participants))
+        below += mass
+    return participants
+
+
+@dataclass(frozen=True, slots=True)
+class RunPrivacyPlan:
+    """The shares of a run's ρ, fixed before round 1.
+
+    Attributes
+    ----------
+    scope
+        What the budget covers (:data:`DP_SCOPES`).
+    epsilon, delta
+        The run's (ε, δ).
+    rho
+        The total zCDP ρ the plan may spend.
+    rounds
+        Rounds T.
+    threshold_rho
+        ρ of each round's DP quantile (``None``: the thresholds are exact, not private).
+    average_rho
+        ρ of each noisy secure average (``None``: the averages carry no noise).
+    averages_per_round
+        The most noisy averages a round can release (planned for all of them).
+    survivors
+        The clients each release's noise is planned for; fewer withhold the release.
+    threshold_share
+        The fraction of ρ given to the thresholds under ``"both"``.
+    neighbouring
+        The relation every event is stated for.
+
+    Examples
+    --------
+    >>> plan = RunPrivacyPlan.split(
+    ...     "both", epsilon=5.0, delta=1e-5, rounds=10, averages_per_round=2, survivors=10)
+    >>> round(plan.threshold_rho * 10 + plan.average_rho * 20, 6) == round(plan.rho, 6)
+    True
+    >>> plan.neighbouring, plan.covers
+    ('replace_one', 'model + thresholds')
+    """
+
+    scope: DPScope
+    epsilon: float
+    delta: float
+    rho: float
+    rounds: int
+    threshold_rho: float | None
+    average_rho: float | None
+    averages_per_round: int
+    survivors: int
+    threshold_share: float
+    neighbouring: Neighbouring
+
+    @classmethod
+    def split(
+        cls,
+        scope: DPScope,
+        *,
+        epsilon: float,
+        delta: float,
+        rounds: int,
+        averages_per_round: int,
+        survivors: int,
+        threshold_share: float = 0.5,
+    ) -> RunPrivacyPlan:
+        """Split (ε, δ) over ``rounds`` rounds of the releases ``scope`` names.
+
+        Raises
+        ------
+        ValueError
+            An unknown scope, or a share outside (0, 1).
+        dpquantile.BudgetExceededError
+            If the planned schedule does not fit the budget (nothing was spent).
+
+        Examples
+        --------
+        >>> plan = RunPrivacyPlan.split("model", epsilon=2.0, delta=1e-6, rounds=4,
+        ...                             averages_per_round=1, survivors=100)
+        >>> plan.threshold_rho is None, round(plan.average_rho * 4 / plan.rho, 6)
+        (True, 1.0)
+        """
+        if scope not in DP_SCOPES:
+            raise ValueError(f"dp must be one of {', '.join(DP_SCOPES)}; got {scope!r}")
+        if not 0.0 < threshold_share < 1.0:
+            raise ValueError(f"threshold_share must lie in (0, 1); got {threshold_share!r}")
+        rho = rho_for_epsilon(epsilon, delta) * _PLAN_MARGIN
+        share = {"thresholds": 1.0, "model": 0.0, "both": threshold_share}[scope]
+        threshold_rho = share * rho / rounds if share > 0 else None
+        average_rho = (1.0 - share) * rho / (rounds * averages_per_round) if share < 1 else None
+        plan = cls(
+            scope=scope,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            rounds=rounds,
+            threshold_rho=threshold_rho,
+            average_rho=average_rho,
+            averages_per_round=averages_per_round if average_rho is not None else 0,
+            survivors=survivors,
+            threshold_share=threshold_share,
+            neighbouring="add_remove" if scope == "model" else "replace_one",
+        )
+        budget = plan.budget()
+        schedule = plan.schedule()
+        if budget.would_exceed(schedule):  # pragma: no cover - a split fits by construction
+            raise BudgetExceededError(
+                f"the planned schedule ({schedule.rho:.6g} zCDP) exceeds (ε, δ) = "
+                f"({epsilon:g}, {delta:g}); nothing was spent",
+                event=ZCDP(schedule.rho, neighbouring=plan.neighbouring),
+                would_spend=ZCDPAccountant().compose(schedule).epsilon(delta),
+                limit=epsilon,
+            )
+        return plan
+
+    @property
+    def covers(self) -> str:
+        """What the run's ε is a guarantee for, in words.
+
+        Examples
+        --------
+        >>> RunPrivacyPlan.split("thresholds", epsilon=5.0, delta=1e-5, rounds=5,
+        ...                      averages_per_round=1, survivors=10).covers
+        'thresholds only (model: no DP)'
+        """
+        return {
+            "model": "model",
+            "thresholds": "thresholds only (model: no DP)",
+            "both": "model + thresholds",
+        }[self.scope]
+
+    def budget(self) -> PrivacyBudget:
+        """A fresh ledger for the run: (ε, δ) on the plan's relation.
+
+        Examples
+        --------
+        >>> RunPrivacyPlan.split("model", epsilon=1.0, delta=1e-5, rounds=2,
+        ...                      averages_per_round=1, survivors=4).budget().neighbouring
+        'add_remove'
+        """
+        return PrivacyBudget(self.epsilon, self.delta, neighbouring=self.neighbouring)
+
+    def schedule(self) -> ZCDP:
+        """Every planned release at its share, composed (sampler TV terms left out).
+
+        Examples
+        --------
+        >>> plan = RunPrivacyPlan.split("model", epsilon=1.0, delta=1e-5, rounds=2,
+        ...                             averages_per_round=3, survivors=4)
+        >>> abs(plan.schedule().rho - plan.rho) < 1e-12
+        True
+        """
+        total = self.rounds * (
+            (self.threshold_rho or 0.0) + self.averages_per_round * (self.average_rho or 0.0)
+        )
+        return ZCDP(total, neighbouring=self.neighbouring)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable record of the plan.
+
+        Examples
+        --------
+        >>> record = RunPrivacyPlan.split("model", epsilon=1.0, delta=1e-5, rounds=2,
+        ...                               averages_per_round=1, survivors=4).to_dict()
+        >>> record["covers"], record["neighbouring"]
+        ('model', 'add_remove')
+        """
+        return {
+            "scope": self.scope,
+            "covers": self.covers,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "rho": self.rho,
+            "rounds": self.rounds,
+            "threshold_rho_per_round": self.threshold_rho,
+            "average_rho_per_average": self.average_rho,
+            "averages_per_round": self.averages_per_round,
+            "planned_survivors": self.survivors,
+            "threshold_share": self.threshold_share if self.scope == "both" else None,
+            "neighbouring": self.neighbouring,
+        }

@@ -1,0 +1,158 @@
+"""DP for the model: the trainers' noisy secure averages and the run's one budget."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpquantile import ZCDPAccountant, rho_for_epsilon
+from protocols.aggregation.secure_average import AverageResult, secure_weighted_average
+from protocols.training import TrainerConfig
+from protocols.training import trainers as trainers_module
+from protocols.training.data import FederatedDataset
+from protocols.training.datasets import synthetic
+from protocols.training.privacy import DEFAULT_DP_CLIP, RunPrivacyPlan
+from protocols.training.trainers import FederatedTrainer, train
+from secagg import HeadroomError
+
+
+@pytest.fixture(scope="module")
+def data() -> FederatedDataset:
+    return synthetic(1, 1, num_clients=24, num_test_clients=0, seed=0)
+
+
+def dp(**changes: object) -> TrainerConfig:
+    base = TrainerConfig(rounds=4, clients_per_round=12, seed=1, epsilon=5.0)
+    return base.with_changes(**changes)
+
+
+def test_plan_splits_the_whole_budget_over_every_release() -> None:
+    plan = RunPrivacyPlan.split(
+        "both", epsilon=5.0, delta=1e-5, rounds=10, averages_per_round=2, survivors=10
+    )
+    total = rho_for_epsilon(5.0, 1e-5)
+    assert plan.threshold_rho is not None and plan.average_rho is not None
+    assert 10 * plan.threshold_rho == pytest.approx(0.5 * total, rel=1e-5)
+    assert 20 * plan.average_rho == pytest.approx(0.5 * total, rel=1e-5)
+    assert ZCDPAccountant().compose(plan.schedule()).epsilon(1e-5) <= 5.0
+    with pytest.raises(ValueError, match="share"):
+        RunPrivacyPlan.split(
+            "both",
+            epsilon=5.0,
+            delta=1e-5,
+            rounds=1,
+            averages_per_round=1,
+            survivors=2,
+            threshold_share=0.0,
+        )
+
+
+def test_fedavg_with_model_dp_spends_one_planned_share_per_round(data: FederatedDataset) -> None:
+    config = dp()
+    assert config.dp_scope == "model" and config.clip == DEFAULT_DP_CLIP
+    result = train(data, config)
+    assert result.dp_covers == "model" and result.rounds_skipped == 0
+    assert result.privacy is not None
+    plan, ledger = result.privacy["plan"], result.privacy["ledger"]
+    assert plan["neighbouring"] == "add_remove" and plan["averages_per_round"] == 1
+    assert [entry["round"] for entry in ledger] == [0, 1, 2, 3]
+    for entry in ledger:
+        assert entry["event"] == "DistributedDiscreteGaussian"
+        assert entry["relation"] == "add_remove" and entry["num_clients"] == 12
+        assert entry["rho"] <= plan["average_rho_per_average"] * (1 + 1e-12)
+    assert result.epsilon_spent is not None and result.epsilon_spent <= 5.0
+    assert result.epsilon_spent == pytest.approx(5.0, rel=1e-3)  # every planned release ran
+    record = json.loads(json.dumps(result.to_dict()))
+    assert record["model_dp"] is True and record["update_clip_public"] is True
+    assert len(record["privacy"]["ledger"]) == 4
+
+
+def test_deltafl_dp_on_both_composes_on_replace_one(data: FederatedDataset) -> None:
+    config = dp(algorithm="deltafl", theta=0.5)
+    assert config.dp_scope == "both"
+    result = train(data, config)
+    assert result.privacy is not None and result.dp_covers == "model + thresholds"
+    ledger = result.privacy["ledger"]
+    assert {entry["relation"] for entry in ledger} == {"replace_one"}
+    quantiles = [e for e in ledger if e["dimension"] != data.num_features * 10 + 10 + 1]
+    averages = [e for e in ledger if e["dimension"] == data.num_features * 10 + 10 + 1]
+    assert len(quantiles) == 4 and 4 <= len(averages) <= 8
+    assert result.epsilon_spent is not None and result.epsilon_spent <= 5.0
+
+
+@pytest.mark.parametrize("algorithm", ["rfa", "rfa1"])
+def test_rfa_with_model_dp_pays_every_weiszfeld_average(
+    data: FederatedDataset, algorithm: str
+) -> None:
+    config = dp(algorithm=algorithm, rfa_max_iterations=2, rounds=3)
+    result = train(data, config)
+    assert result.privacy is not None
+    ledger = result.privacy["ledger"]
+    per_round = 3 if algorithm == "rfa" else 1
+    assert result.privacy["plan"]["averages_per_round"] == per_round
+    # Every released average is paid, the ones whose noisy weight sum then proved non-positive
+    # (the round skipped) too; never more than planned.
+    assert result.num_secure_averages <= len(ledger) <= 3 * per_round
+    assert result.epsilon_spent is not None and result.epsilon_spent <= 5.0
+    assert config.rfa_nu == pytest.approx(0.25 * DEFAULT_DP_CLIP)
+
+
+def test_dropouts_withhold_releases_and_never_overspend(data: FederatedDataset) -> None:
+    config = dp(algorithm="deltafl", theta=0.5, dropout=0.3, rounds=6)
+    result = train(data, config)
+    assert result.epsilon_spent is not None and result.epsilon_spent <= 5.0
+    assert result.rho_spent is not None
+    assert result.rho_spent <= rho_for_epsilon(5.0, 1e-5)
+    skipped = [r for r in result.history if r.skipped]
+    assert all(r.skip_reason for r in skipped)
+
+
+def test_a_schedule_the_ring_cannot_hold_is_refused_before_round_one(
+    data: FederatedDataset,
+) -> None:
+    with pytest.raises(HeadroomError, match="bits=12"):
+        FederatedTrainer(data, dp(bits=12, epsilon=0.01))
+
+
+def test_the_released_model_average_carries_the_planned_noise(
+    data: FederatedDataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's view of a model-DP round is the noisy average: compare it with the exact
+    # average of the same clipped updates. With d = 611 coordinates the sample SD of the
+    # difference is within ±25 % of the noise's SD except with probability < 1e-12 (χ² tail).
+    seen: list[tuple[np.ndarray, np.ndarray, AverageResult]] = []
+    real = secure_weighted_average
+
+    def spy(vectors: np.ndarray, weights: np.ndarray, **kwargs: object) -> AverageResult:
+        result = real(vectors, weights, **kwargs)  # type: ignore[arg-type]
+        seen.append((np.array(vectors), np.array(weights), result))
+        return result
+
+    monkeypatch.setattr(trainers_module, "secure_weighted_average", spy)
+    trainer = FederatedTrainer(data, dp(epsilon=20.0, rounds=1))
+    record = trainer.run_round(0)
+    assert not record.skipped
+    vectors, weights, noisy = seen[-1]
+    assert np.all(weights == 1.0)  # every client counts once under model DP
+    exact = real(vectors, weights, clip=DEFAULT_DP_CLIP, secure=False)
+    assert noisy.event is not None and noisy.quantization_step is not None
+    # Σ of 12 clients' N_Z(0, σ²) per grid coordinate, in model units, over the weight sum.
+    expected_sd = (
+        math.sqrt(len(noisy.survivors))
+        * noisy.event.sigma
+        * noisy.quantization_step
+        / noisy.weight_sum
+    )
+    difference = noisy.average - exact.average
+    assert np.std(difference) == pytest.approx(expected_sd, rel=0.25)
+
+
+def test_no_dp_is_reported_as_no_dp(data: FederatedDataset) -> None:
+    result = train(data, TrainerConfig(rounds=1, clients_per_round=4, secure=False))
+    assert result.rho_spent is None and result.epsilon_spent is None
+    assert result.privacy is None and result.dp_covers == "nothing (no DP)"
+    assert result.history[0].rho_spent is None
+    assert not result.config.clip_is_public
