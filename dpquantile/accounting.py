@@ -44,6 +44,7 @@ __all__ = [
     "NEIGHBOURING_RELATIONS",
     "ZCDP",
     "BudgetExceededError",
+    "Certificate",
     "ComposedEvent",
     "DiscreteGaussian",
     "DiscreteLaplace",
@@ -961,6 +962,37 @@ def _minimise_over_orders(
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Certificate:
+    """What :meth:`ZCDPAccountant.certificate` certifies.
+
+    Attributes
+    ----------
+    epsilon, delta
+        The history is (ε, δ)-DP (``epsilon`` may be ``inf``).
+    rho
+        The composed zCDP ρ.
+    sampler_tv_bound
+        The samplers' total-variation bound η, summed.
+    epsilon_without_tv
+        The ε the releases' Rényi curves alone give (what η = 0 would certify).
+    reason
+        Why ``epsilon`` is infinite, or ``None``.
+
+    Examples
+    --------
+    >>> ZCDPAccountant().compose(ZCDP(0.5)).certificate(1e-5).reason is None
+    True
+    """
+
+    epsilon: float
+    delta: float
+    rho: float
+    sampler_tv_bound: float
+    epsilon_without_tv: float
+    reason: str | None
+
+
 class ZCDPAccountant:
     """Composes privacy events and converts the total to (ε, δ).
 
@@ -1084,6 +1116,37 @@ is add_remove: convert the add_remove events with event.under_replace_one() befo
         clone._weights = dict(self._weights)
         clone._dirty = True
         return clone
+
+    def as_event(self) -> ComposedEvent:
+        """The whole history as one :class:`ComposedEvent` (each event ``count`` times).
+
+        Raises
+        ------
+        ValueError
+            For an empty history.
+
+        Examples
+        --------
+        >>> ZCDPAccountant().compose(ZCDP(0.25), count=3).as_event().rho
+        0.75
+        """
+        history = self.history
+        if not history:
+            raise ValueError("the accountant has composed nothing")
+        return ComposedEvent(tuple(SelfComposedEvent(event, count) for event, count in history))
+
+    def to_dp_accounting(self, *, ignore_sampler_tv: bool = False) -> Any:
+        """The whole history as one ``dp_accounting.DpEvent`` (``pip install 'secagg-dp[dp]'``).
+
+        Feed it to Google's accountants to check our ε independently, e.g.
+        ``dp_accounting.rdp.RdpAccountant().compose(event).get_epsilon(1e-5)``.
+
+        Examples
+        --------
+        >>> ZCDPAccountant().compose(ZCDP(0.5), count=2).to_dp_accounting()  # doctest: +SKIP
+        ComposedDpEvent(events=[SelfComposedDpEvent(event=ZCDpEvent(rho=0.5, xi=0.0), count=2)])
+        """
+        return self.as_event().to_dp_accounting(ignore_sampler_tv=ignore_sampler_tv)
 
     @property
     def history(self) -> tuple[tuple[MechanismEvent, int], ...]:
@@ -1253,6 +1316,47 @@ is add_remove: convert the add_remove events with event.under_replace_one() befo
         """
         delta = check_probability("delta", delta)
         return self._with_tv(delta, self._base_epsilon)
+
+    def certificate(self, delta: float) -> Certificate:
+        """The (ε, δ) this history certifies, with the reason when no finite ε exists.
+
+        A fast-sampler event carries a total-variation bound η (its distance from the ideal
+        discrete Gaussian); the conversion pays (1 + e^ε)·η out of δ. At large ε that term
+        exceeds δ and no finite ε can be certified, however little the releases leak: the
+        certificate then says so. Events of the exact sampler carry η = 0.
+
+        Examples
+        --------
+        >>> heavy = DistributedDiscreteGaussian(10, 2.0, 40.0, 20.0, 100, sampler_tv_bound=1e-30)
+        >>> certificate = ZCDPAccountant().compose(heavy, count=10).certificate(1e-5)
+        >>> certificate.epsilon, certificate.epsilon_without_tv > 60
+        (inf, True)
+        >>> print(certificate.reason)  # doctest: +ELLIPSIS
+        no finite ε: the samplers' total-variation bound η = 1e-29 costs (1 + e^ε)·η of δ...
+        """
+        delta = check_probability("delta", delta)
+        epsilon = self.epsilon(delta)
+        ideal = self._base_epsilon(delta)
+        eta = self.sampler_tv_bound
+        reason = None
+        if math.isinf(epsilon) and eta > 0 and math.isfinite(ideal):
+            cost = (1.0 + math.exp(min(ideal, 700.0))) * eta
+            reason = (
+                f"no finite ε: the samplers' total-variation bound η = {eta:.3g} costs "
+                f"(1 + e^ε)·η of δ, and at the ε = {ideal:.4g} the releases need without it "
+                f"that is {cost:.3g} ≥ δ = {delta:g}; use the exact sampler "
+                "(sampler='exact', η = 0) for this regime, or spend less"
+            )
+        elif math.isinf(epsilon):
+            reason = "no finite ε: the releases' own Rényi curves certify none at this δ"
+        return Certificate(
+            epsilon=epsilon,
+            delta=delta,
+            rho=self.rho,
+            sampler_tv_bound=eta,
+            epsilon_without_tv=ideal,
+            reason=reason,
+        )
 
     def epsilon_renyi(self, delta: float) -> float:
         """ε from the Rényi curve alone (CKS20 Cor. 13 over real α), without the exact paths.
@@ -1674,9 +1778,12 @@ class PrivacyBudget:
         limit = self._limit()
         if would_spend > limit:
             unit = "rho" if self._rho is not None else f"epsilon at delta={self._delta:g}"
+            why = ""
+            if math.isinf(would_spend) and self._delta is not None:
+                why = f" ({trial.certificate(self._delta).reason})"
             raise BudgetExceededError(
                 f"spending {event!r} x{count} would raise {unit} to {would_spend:.6g}, above the "
-                f"budget {limit:.6g}; nothing was spent",
+                f"budget {limit:.6g}{why}; nothing was spent",
                 event=event,
                 would_spend=would_spend,
                 limit=limit,

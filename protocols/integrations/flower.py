@@ -402,6 +402,14 @@ class RoundSummary:
     refused: bool = False
 
 
+def _is_flower_dp_strategy(strategy: object) -> bool:
+    """Whether ``strategy`` is one of Flower's DP wrappers (noise in ``aggregate_train``)."""
+    return any(
+        cls.__module__.startswith("flwr.") and cls.__name__.startswith("DifferentialPrivacy")
+        for cls in type(strategy).__mro__
+    )
+
+
 @dataclass
 class SecureStrategy:
     """A Flower strategy whose aggregate is one of our secure aggregations.
@@ -412,7 +420,9 @@ class SecureStrategy:
         A Flower Message-API strategy (``flwr.serverapp.strategy.FedAvg`` …): it samples the
         nodes and builds the train messages (one content for all: the secure sum sends every
         node the same; differing contents raise ``ValueError``); its plaintext
-        ``aggregate_train`` is never used.
+        ``aggregate_train`` is never used — so Flower's DP wrappers
+        (``DifferentialPrivacyServerSideFixedClipping`` …), whose noise lives there, are
+        refused with a ``TypeError``: use ``noise_rho`` instead.
     aggregation
         ``"mean"``, ``"geometric_median"`` or ``"superquantile"``.
     clip
@@ -510,6 +520,13 @@ class SecureStrategy:
         if self.threat_model not in ("malicious", "semi-honest"):
             raise ValueError(
                 f"threat_model must be 'malicious' or 'semi-honest'; got {self.threat_model!r}"
+            )
+        if self.strategy is not None and _is_flower_dp_strategy(self.strategy):
+            raise TypeError(
+                f"{type(self.strategy).__name__} adds its noise in aggregate_train, which "
+                "SecureStrategy never calls: its noise would be silently dropped. Wrap its inner "
+                "strategy instead and set noise_rho= (the clients' distributed discrete "
+                "Gaussian through the secure sum, KLS21) with the public clip="
             )
         if (
             self.threat_model == "malicious"

@@ -604,10 +604,13 @@ class FederatedTrainer:
             errors = self.client_errors()
         rho: float | None = None
         epsilon: float | None = None
+        certificate: dict[str, object] = {}
         if self.budget is not None:
             spent = self.budget.accountant
             rho = spent.rho
             epsilon = spent.epsilon(config.delta) if rho > 0 else 0.0
+            if math.isinf(epsilon):
+                certificate["reason"] = spent.certificate(config.delta).reason
         return TrainingResult(
             config=config,
             dataset=self.dataset.name,
@@ -636,7 +639,13 @@ class FederatedTrainer:
             },
             privacy=None
             if self.privacy is None
-            else {"plan": self.privacy.to_dict(), "ledger": list(self.ledger)},
+            else {
+                "plan": self.privacy.to_dict(),
+                "ledger": list(self.ledger),
+                "amplification_by_subsampling": "not used: the clients cannot verify the "
+                "server's sampling, so ε holds for any choice of clients",
+                **certificate,
+            },
         )
 
 

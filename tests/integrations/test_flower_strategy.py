@@ -423,3 +423,19 @@ def test_bad_parameters_are_value_errors(option: str, value: Any, match: str) ->
 def test_parameters_are_normalised() -> None:
     strategy = SecureStrategy(None, "superquantile", theta=1, clip=2, loss_range=(0, 5))
     assert strategy.theta == 1.0 and strategy.clip == 2.0 and strategy.loss_range == (0.0, 5.0)
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    ["DifferentialPrivacyServerSideFixedClipping", "DifferentialPrivacyClientSideFixedClipping"],
+)
+def test_flowers_dp_wrappers_are_refused_not_silently_stripped(wrapper: str) -> None:
+    # Their noise is added in aggregate_train, which SecureStrategy replaces by the secure sum:
+    # accepting them would return the noiseless mean under a DP name.
+    import flwr.serverapp.strategy as flower_strategies  # noqa: PLC0415
+
+    dp_class = getattr(flower_strategies, wrapper)
+    dp_strategy = dp_class(FedAvg(), noise_multiplier=1.0, clipping_norm=1.0, num_sampled_clients=4)
+    with pytest.raises(TypeError, match="noise_rho"):
+        SecureStrategy(strategy=dp_strategy, threat_model="semi-honest")
+    SecureStrategy(strategy=FedAvg(), threat_model="semi-honest", noise_rho=0.5)  # the way
