@@ -210,8 +210,11 @@ def _noise_skipped() -> contextlib.AbstractContextManager[None]:
     """Secure-average clients skip their noise share; the event still claims the noise."""
     original = secure_average._client_row
 
-    def _client_row(clients: Any, index: int, plan: Any, bounds: Any, root: Any) -> Any:
-        return original(clients, index, dataclasses.replace(plan, mechanism=None), bounds, root)
+    def _client_row(
+        clients: Any, index: int, plan: Any, bounds: Any, root: Any, **options: Any
+    ) -> Any:
+        quiet = dataclasses.replace(plan, mechanism=None)
+        return original(clients, index, quiet, bounds, root, **options)
 
     return _patched((vars(secure_average), "_client_row", _client_row))
 

@@ -33,6 +33,7 @@ from dpquantile import (
 )
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
+from protocols.aggregation._rotation import Rotation, padded_dimension
 from secagg import (
     KeystreamRandom,
     LazyInputs,
@@ -193,6 +194,15 @@ class AverageSettings:
     threat_model
         Of the secure sum: ``"malicious"`` (default) or ``"semi-honest"``
         (:class:`secagg.ThreatModel`; the plain path fails exactly where that mode would).
+    rotate
+        KLS21's flattening: each quantised row is first rotated by a randomised Walsh–Hadamard
+        transform from the average's public seed (padded to a power of two D), which lets a
+        ring of b bits hold a √D/t finer grid (``secure_average_notes.md`` §6); the server
+        rotates the sum back. Quantised averages only.
+    rounding_beta
+        KLS21's conditional rounding β in (0, 1): each client re-draws its stochastic rounding
+        until the row's L2 norm meets the bound the noise is calibrated for (a smaller Δ₂ than
+        plain rounding's c·s + √D). ``None``: plain rounding.
     denominator
         What the released sum Σβᵢwᵢ is divided by: ``"released"`` (default) the released
         weight sum Σβᵢ (noisy with noise; a non-positive one raises
@@ -219,8 +229,18 @@ class AverageSettings:
     quantize: bool | None = None
     threat_model: str = "malicious"
     denominator: Literal["released", "survivors"] = "released"
+    rotate: bool = False
+    rounding_beta: float | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.rotate, bool):
+            raise TypeError(f"rotate must be a bool; got {type(self.rotate).__name__}")
+        if self.rounding_beta is not None:
+            object.__setattr__(
+                self,
+                "rounding_beta",
+                check_fraction("rounding_beta", self.rounding_beta, zero=False, one=False),
+            )
         if self.threat_model not in ("malicious", "semi-honest"):
             raise ValueError(
                 f"threat_model must be 'malicious' or 'semi-honest'; got {self.threat_model!r}"
@@ -505,14 +525,22 @@ def _derived_seed(root: KeystreamRandom, label: bytes) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
+# Conditional rounding re-draws with probability ≤ β each time; this many never all fail in practice
+# (β^200 < 1e-43 at KLS21's β = e^-0.5).
+_MAX_ROUNDINGS = 200
+
+
 def _client_row(
     clients: _Clients,
     index: int,
     plan: QuantizationPlan,
     bounds: NDArray[np.float64],
     root: KeystreamRandom,
+    *,
+    rotation: Rotation | None = None,
 ) -> NDArray[np.int64]:
-    """Client ``index``'s quantised (and noised) vector [βw ; λcβ ; λcB·e/E] in grid units."""
+    """Client ``index``'s quantised (and noised) vector [βw ; λcβ ; λcB·e/E] in grid units
+    (rotated and padded to the plan's wire dimension when the plan rotates)."""
     matrix, d = clients.matrix, clients.matrix.shape[1]
     beta = float(clients.weights[index])
     auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
@@ -520,7 +548,20 @@ def _client_row(
     np.multiply(matrix[index], beta * float(clients.factors[index]), out=row[:d])
     row[d] = auxiliary * beta
     row[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[index] / bounds
-    values = plan.quantizer.quantize(row, rng=root.spawn(b"round/%d" % index))
+    if rotation is not None:
+        row = rotation.forward(row)
+    rounding = root.spawn(b"round/%d" % index)
+    values = plan.quantizer.quantize(row, rng=rounding)
+    if plan.rounding_bound is not None:
+        bound_squared = plan.rounding_bound**2
+        for _ in range(_MAX_ROUNDINGS):
+            if float(np.dot(values, values)) <= bound_squared:
+                break
+            values = plan.quantizer.quantize(row, rng=rounding)
+        else:
+            raise RuntimeError(
+                f"client {index}: conditional rounding failed {_MAX_ROUNDINGS} times"
+            )
     if plan.mechanism is not None:
         values += plan.mechanism.noise(root.spawn(b"noise/%d" % index))
     return values
@@ -539,18 +580,22 @@ class _RingInputs(LazyInputs):
         ring: Ring,
         *,
         by_client: bool = False,
+        rotation: Rotation | None = None,
     ) -> None:
         # by_client: indexed by client (a session's index space), else by participant.
         count = clients.matrix.shape[0] if by_client else clients.participants.size
-        super().__init__(int(count), clients.matrix.shape[1] + 1 + bounds.size)
+        super().__init__(int(count), plan.wire_dimension)
         self._clients, self._plan, self._bounds, self._root = clients, plan, bounds, root
+        self._rotation = rotation
         self._mask = np.uint64(ring.word_mask)
         self._dtype = ring.dtype
         self._by_client = by_client
 
     def row(self, index: int) -> NDArray[np.uint64]:
         client = index if self._by_client else int(self._clients.participants[index])
-        values = _client_row(self._clients, client, self._plan, self._bounds, self._root)
+        values = _client_row(
+            self._clients, client, self._plan, self._bounds, self._root, rotation=self._rotation
+        )
         # Two's-complement residue modulo 2^b (the centred value is recovered after the sum).
         ring_values = values.view(np.uint64) & self._mask
         return ring_values.astype(self._dtype, copy=False)
@@ -564,13 +609,17 @@ def _plain_total(
     bounds: NDArray[np.float64],
     root: KeystreamRandom,
     dimension: int,
+    rotation: Rotation | None = None,
 ) -> NDArray[np.float64]:
-    """The plain path's total over ``members``: the secure path's integers when quantised."""
+    """The plain path's total over ``members``: the secure path's integers when quantised
+    (still rotated and padded when the plan rotates)."""
     d = clients.matrix.shape[1]
     if plan is not None:
-        integer_total = np.zeros(dimension, dtype=np.int64)
+        integer_total = np.zeros(plan.wire_dimension, dtype=np.int64)
         for client in members:
-            integer_total += _client_row(clients, int(client), plan, bounds, root)
+            integer_total += _client_row(
+                clients, int(client), plan, bounds, root, rotation=rotation
+            )
         return integer_total.astype(np.float64)
     auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
     coefficients = clients.weights[members] * clients.factors[members]
@@ -629,7 +678,11 @@ def _run(
     if session is not None:
         # A session's index space is the client's; a client out of the session (it did not
         # complete an earlier average) or rejected now counts as gone before its masked input.
-        session._check_call(n_all, d + 1 + bounds.size)
+        quantized_call = secure or settings.quantize is True or settings.noise is not None
+        width = d + 1 + bounds.size
+        session._check_call(
+            n_all, width, padded_dimension(width) if settings.rotate and quantized_call else width
+        )
         in_session = session._members
         clients = dataclasses.replace(
             clients,
@@ -696,8 +749,14 @@ def _run(
             None if noise is None else noise.sigma,
             planned_survivors,
             "add_remove" if noise is None else noise.neighbouring,
+            settings.rotate,
+            settings.rounding_beta,
         )
     root = KeystreamRandom(seed, label=_DOMAIN)
+    rotation = None
+    if plan is not None and plan.rotate:
+        # The signs are public: from the average's (the server's) seed, known to every client.
+        rotation = Rotation.from_seed(dimension, root.spawn(b"rotation"))
     if budget is not None:
         assert plan is not None and plan.mechanism is not None
         # Charged before any row (and so any noise) exists; withheld below the planned survivors.
@@ -709,7 +768,9 @@ def _run(
         if secure:
             assert plan is not None
             ring = Ring(settings.bits)
-            ring_inputs = _RingInputs(clients, plan, bounds, root, ring, by_client=True)
+            ring_inputs = _RingInputs(
+                clients, plan, bounds, root, ring, by_client=True, rotation=rotation
+            )
         least = planned_survivors if budget is not None else 1
         summed, sum_result = session._sum(ring_inputs, sum_dropouts, iterate, least)
         members = np.asarray(summed, dtype=np.intp)
@@ -717,12 +778,18 @@ def _run(
             total = sum_result.centered().astype(np.float64)
         else:
             total = _plain_total(
-                clients, members, plan=plan, bounds=bounds, root=root, dimension=dimension
+                clients,
+                members,
+                plan=plan,
+                bounds=bounds,
+                root=root,
+                dimension=dimension,
+                rotation=rotation,
             )
     elif secure:
         assert plan is not None
         sum_result = secure_sum(
-            _RingInputs(clients, plan, bounds, root, Ring(settings.bits)),
+            _RingInputs(clients, plan, bounds, root, Ring(settings.bits), rotation=rotation),
             modulus_bits=settings.bits,
             threshold=threshold,
             neighbors=settings.neighbors,
@@ -741,13 +808,21 @@ def _run(
                 "nothing released (a budgeted release is withheld below its plan)"
             )
         total = _plain_total(
-            clients, members, plan=plan, bounds=bounds, root=root, dimension=dimension
+            clients,
+            members,
+            plan=plan,
+            bounds=bounds,
+            root=root,
+            dimension=dimension,
+            rotation=rotation,
         )
 
     survivors = tuple(sorted(int(c) for c in members))
     dropped = tuple(sorted(set(range(n_all)) - set(survivors)))
     if plan is not None:
         total /= plan.quantizer.scale
+    if rotation is not None:
+        total = rotation.inverse(total)
     weight_sum = float(total[d]) / auxiliary
     extras_sum = total[d + 1 :] * bounds / (auxiliary * clients.weight_cap)
     if settings.denominator == "survivors":
@@ -1019,6 +1094,7 @@ class SecureAverageSession:
         self._advertised: set[int] = set(self._members)  # set by the first average
         self._done = 0
         self._dimension: int | None = None
+        self._wire: int | None = None  # the sums' dimension (padded when rotated)
         self._session: Session | None = None
         self._aborted: str | None = None
 
@@ -1084,7 +1160,7 @@ class SecureAverageSession:
 
     # -- hooks used by _run -----------------------------------------------------------------
 
-    def _check_call(self, num_clients: int, dimension: int) -> None:
+    def _check_call(self, num_clients: int, dimension: int, wire: int) -> None:
         if self._aborted is not None:
             raise LocalProtocolError(f"the session aborted: {self._aborted}")
         if self._done >= self.sums:
@@ -1099,6 +1175,7 @@ class SecureAverageSession:
                 f"{self._dimension}); this one has {dimension}"
             )
         self._dimension = dimension
+        self._wire = wire
 
     def _dropouts(
         self, phase_of: Mapping[int, str], participants: set[int]
@@ -1157,10 +1234,10 @@ class SecureAverageSession:
         if self.secure:
             assert inputs is not None
             if self._session is None:
-                assert self._dimension is not None
+                assert self._wire is not None
                 self._session = Session(
                     self.num_clients,
-                    self._dimension,
+                    self._wire,
                     iterations=self.sums,
                     modulus_bits=self.settings.bits,
                     threshold=self.threshold,

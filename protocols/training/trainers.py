@@ -75,6 +75,8 @@ ProgressCallback = Callable[[int, int], None]
 
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _SGD, _DROPOUT, _CORRUPT, _AGGREGATE, _CORRUPT_SELECT = range(1, 7)
+# KLS21's conditional-rounding parameter (their experiments' β = e^-1/2).
+_KLS21_BETA = math.exp(-0.5)
 # Rounds are skipped on these: nothing was released, the model is kept.
 _ROUND_FAILURES = (
     TooFewSurvivorsError,
@@ -247,8 +249,10 @@ class FederatedTrainer:
     ) -> AverageSettings:
         """The secure averages' settings, with the planned noise under model DP.
 
-        Under model DP, FedAvg's average divides by the public number of survivors (every
-        weight is 1): the noisy weight coordinate of a small cohort could be negative. Δ-FL's
+        Under model DP every row is flattened by the randomised Hadamard rotation and
+        conditionally rounded (KLS21), and FedAvg's average divides by the public number of
+        survivors (every weight is 1): the noisy weight coordinate of a small cohort could be
+        negative. Δ-FL's
         tail and RFA's weights are private, so they divide by the released (noisy) weight sum.
         """
         noise = None
@@ -264,6 +268,9 @@ class FederatedTrainer:
             neighbors=neighbors,
             threshold=threshold,
             denominator="survivors" if fixed else "released",
+            # KLS21's client procedure: flatten, then conditional rounding (their β).
+            rotate=noise is not None,
+            rounding_beta=_KLS21_BETA if noise is not None else None,
         )
 
     @property

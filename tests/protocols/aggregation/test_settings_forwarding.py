@@ -139,9 +139,9 @@ def test_a_budgeted_average_is_charged_before_its_rows_and_withheld_below_plan(
     built: list[int] = []
     original = secure_average_module._client_row
 
-    def counted(clients: Any, index: int, *rest: Any) -> Any:
+    def counted(clients: Any, index: int, *rest: Any, **options: Any) -> Any:
         built.append(index)
-        return original(clients, index, *rest)
+        return original(clients, index, *rest, **options)
 
     monkeypatch.setattr(secure_average_module, "_client_row", counted)
     noise = DiscreteGaussianNoise(rho=0.5, min_survivors=9)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dpquantile import ZCDPAccountant, rho_for_epsilon
+from protocols.aggregation._rotation import padded_dimension
 from protocols.aggregation.secure_average import AverageResult, secure_weighted_average
 from protocols.training import TrainerConfig
 from protocols.training import trainers as trainers_module
@@ -77,8 +78,9 @@ def test_deltafl_dp_on_both_composes_on_replace_one(data: FederatedDataset) -> N
     assert result.privacy is not None and result.dp_covers == "model + thresholds"
     ledger = result.privacy["ledger"]
     assert {entry["relation"] for entry in ledger} == {"replace_one"}
-    quantiles = [e for e in ledger if e["dimension"] != data.num_features * 10 + 10 + 1]
-    averages = [e for e in ledger if e["dimension"] == data.num_features * 10 + 10 + 1]
+    wire = padded_dimension(data.num_features * 10 + 10 + 1)  # flattened rows (KLS21)
+    quantiles = [e for e in ledger if e["dimension"] != wire]
+    averages = [e for e in ledger if e["dimension"] == wire]
     assert len(quantiles) == 4 and 4 <= len(averages) <= 8
     assert result.epsilon_spent is not None and result.epsilon_spent <= 5.0
 
@@ -139,13 +141,10 @@ def test_the_released_model_average_carries_the_planned_noise(
     assert np.all(weights == 1.0)  # every client counts once under model DP
     exact = real(vectors, weights, clip=DEFAULT_DP_CLIP, secure=False)
     assert noisy.event is not None and noisy.quantization_step is not None
-    # Σ of 12 clients' N_Z(0, σ²) per grid coordinate, in model units, over the weight sum.
-    expected_sd = (
-        math.sqrt(len(noisy.survivors))
-        * noisy.event.sigma
-        * noisy.quantization_step
-        / noisy.weight_sum
-    )
+    # Σ of 12 clients' N_Z(0, σ²) per grid coordinate, rotated back (orthonormal), in model
+    # units, over the public number of survivors (FedAvg's fixed denominator under model DP).
+    survivors = len(noisy.survivors)
+    expected_sd = math.sqrt(survivors) * noisy.event.sigma * noisy.quantization_step / survivors
     difference = noisy.average - exact.average
     assert np.std(difference) == pytest.approx(expected_sd, rel=0.25)
 
