@@ -55,7 +55,9 @@ from protocols.aggregation.secure_average import (
 from protocols.aggregation.superquantile import (
     EMPTY_TAIL_POLICIES,
     QuantileSettings,
+    QuantileTracker,
     SuperquantileResult,
+    TrackingStep,
     superquantile_aggregate,
     tail_weights,
 )
@@ -79,10 +81,12 @@ __all__ = [
     "IterativeSecureAggregate",
     "IterativeState",
     "QuantileSettings",
+    "QuantileTracker",
     "Regularizer",
     "SecureAverageSession",
     "ServerView",
     "SuperquantileResult",
+    "TrackingStep",
     "WeiszfeldRule",
     "ZeroWeightSumError",
     "clip_rows",

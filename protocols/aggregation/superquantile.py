@@ -50,7 +50,9 @@ __all__ = [
     "EMPTY_TAIL_POLICIES",
     "EmptyTailPolicy",
     "QuantileSettings",
+    "QuantileTracker",
     "SuperquantileResult",
+    "TrackingStep",
     "empirical_tail_threshold",
     "superquantile_aggregate",
     "tail_weights",
@@ -338,6 +340,7 @@ def superquantile_aggregate(
     dropouts: Mapping[str, Iterable[int]] | None = None,
     empty_tail: EmptyTailPolicy = "all",
     budget: PrivacyBudget | None = None,
+    threshold: float | None = None,
 ) -> SuperquantileResult:
     """Δ-FL's aggregation: the (1 − θ)-quantile Q̂ of the losses, then a secure average of the tail.
 
@@ -379,6 +382,9 @@ def superquantile_aggregate(
         each spent before its noise is drawn and withheld below its planned survivors. With
         both kinds of release it must be stated for replace-one neighbours
         (``PrivacyBudget(..., neighbouring="replace_one")``).
+    threshold
+        A public threshold fixed before the round (e.g. :class:`QuantileTracker`'s): no quantile
+        is estimated or released, the tail is the clients with loss ≥ ``threshold``.
 
     Returns
     -------
@@ -419,6 +425,10 @@ def superquantile_aggregate(
     if not isinstance(secure, bool):
         raise TypeError(f"secure must be a bool; got {type(secure).__name__}")
     seed = check_seed(seed)
+    if threshold is not None:
+        threshold = check_real("threshold", threshold)
+        if quantile.rho is not None:
+            raise ValueError("give a public threshold or a DP quantile, not both")
     if budget is not None:
         if not isinstance(budget, PrivacyBudget):
             raise TypeError(f"budget must be a PrivacyBudget; got {type(budget).__name__}")
@@ -477,12 +487,12 @@ def superquantile_aggregate(
     quantile_result: QuantileResult | None = None
     events: list[PrivacyEvent] = []
     if theta == 1.0:
-        threshold: float | None = None
+        threshold = None
         beta = sub_alpha
     else:
-        if quantile.rho is None:
+        if threshold is None and quantile.rho is None:
             threshold = empirical_tail_threshold(sub_losses, theta)
-        else:
+        elif threshold is None and quantile.rho is not None:
             planned = None
             if quantile.min_survivors is not None:
                 planned = min(quantile.min_survivors, participants.size)
@@ -506,6 +516,7 @@ def superquantile_aggregate(
             )
             threshold = float(quantile_result.estimate)
             events.append(quantile_result.event)
+        assert threshold is not None  # a public one was given, or estimated just now
         beta = tail_weights(sub_losses, sub_alpha, threshold)
 
     in_tail = np.flatnonzero(beta > 0) if theta < 1.0 else np.arange(participants.size)
@@ -557,3 +568,115 @@ def superquantile_aggregate(
         secure=secure,
         seed=seed,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class TrackingStep:
+    """One update of a :class:`QuantileTracker`.
+
+    Attributes
+    ----------
+    threshold
+        The threshold the round used (public before the round).
+    below
+        The released fraction of survivors whose loss was below it (noisy with noise).
+    next_threshold
+        The threshold of the next round.
+    result
+        The secure average that released ``below`` (its ``event`` is the release's privacy).
+    """
+
+    threshold: float
+    below: float
+    next_threshold: float
+    result: AverageResult
+
+
+class QuantileTracker:
+    """Private quantile tracking: a threshold that follows the (1 − θ)-quantile across rounds.
+
+    Each round releases one noisy count — the fraction b̃ of clients whose loss is below the
+    current threshold C, a one-coordinate secure average — and updates C ← C·exp(−η·(b̃ − γ))
+    with γ = 1 − θ (Andrew et al. 2021, "Differentially private learning with adaptive
+    clipping", Alg. 1's clip update). A count has sensitivity 1 where a histogram tree has one
+    per level, and the geometric update averages its noise over rounds.
+
+    Parameters
+    ----------
+    theta
+        The tail fraction θ in (0, 1): the tracker aims at the (1 − θ)-quantile.
+    initial
+        The first threshold C₀ > 0 (public: e.g. the loss of a uniform prediction).
+    rate
+        The step η > 0 of the geometric update.
+
+    Examples
+    --------
+    >>> tracker = QuantileTracker(theta=0.5, initial=1.0, rate=0.5)
+    >>> losses = np.linspace(0.0, 4.0, 9)          # median 2.0
+    >>> for _ in range(30):
+    ...     step = tracker.update(losses, settings=AverageSettings(clip=1.0), secure=False)
+    >>> 1.5 < tracker.threshold < 2.5
+    True
+    """
+
+    def __init__(self, *, theta: float, initial: float, rate: float = 0.2) -> None:
+        self.theta = check_fraction("theta", theta, zero=False, one=False)
+        self.threshold = check_positive("initial", initial)
+        self.rate = check_positive("rate", rate)
+
+    @property
+    def target(self) -> float:
+        """γ = 1 − θ, the fraction of clients the threshold should have below it."""
+        return 1.0 - self.theta
+
+    def update(
+        self,
+        losses: ArrayLike,
+        *,
+        settings: AverageSettings,
+        secure: bool = True,
+        seed: int | None = None,
+        dropouts: Mapping[str, Iterable[int]] | None = None,
+        budget: PrivacyBudget | None = None,
+    ) -> TrackingStep:
+        """Release this round's noisy count of losses below the threshold; step the threshold.
+
+        Parameters
+        ----------
+        losses
+            The round's (n,) client losses (non-finite ones are rejected before the sum).
+        settings
+            The count's secure average (its ``noise`` is the release's; the clip is set to 1
+            and the denominator to the public number of survivors).
+        secure, seed, dropouts, budget
+            As for :func:`secure_weighted_average`.
+
+        Returns
+        -------
+        TrackingStep
+
+        Raises
+        ------
+        secagg.TooFewSurvivorsError, dpquantile.BudgetExceededError
+            Nothing was released; the threshold is unchanged.
+        """
+        values = np.asarray(losses, dtype=np.float64)
+        if values.ndim != 1:
+            raise ValueError(f"losses must be 1-D; got shape {values.shape}")
+        below = np.where(np.isfinite(values), (values < self.threshold).astype(np.float64), np.nan)
+        counting = dataclasses.replace(settings, clip=1.0, denominator="survivors")
+        result = secure_weighted_average(
+            below[:, None],
+            np.ones(values.size),
+            settings=counting,
+            weight_cap=1.0,
+            seed=seed,
+            dropouts=dropouts,
+            secure=secure,
+            budget=budget,
+        )
+        fraction = float(result.average[0])
+        used = self.threshold
+        self.threshold = used * math.exp(-self.rate * (fraction - self.target))
+        return TrackingStep(used, fraction, self.threshold, result)

@@ -26,7 +26,12 @@ from protocols.training.datasets import DATASET_NAMES, DatasetNotAvailableError,
 from protocols.training.fedplus import FedPlusConfig, FedPlusResult, train_fedplus
 from protocols.training.ffgb import FFGBConfig, FFGBResult, train_ffgb
 from protocols.training.privacy import DEFAULT_DP_CLIP, DP_SCOPES, DPScope
-from protocols.training.trainer_config import ALGORITHMS, MODELS, TrainerConfig
+from protocols.training.trainer_config import (
+    ALGORITHMS,
+    MODELS,
+    THRESHOLD_METHODS,
+    TrainerConfig,
+)
 from protocols.training.trainers import TrainingResult, train
 from secagg import HeadroomError
 
@@ -167,6 +172,14 @@ def register(subparsers: Any) -> None:
         "--no-dp", action="store_true", help="no DP at all (same as --dp none)"
     )
     parser.add_argument(
+        "--threshold-method",
+        choices=THRESHOLD_METHODS,
+        default="auto",
+        help="Δ-FL's threshold: a (DP) hierarchical-histogram quantile each round, private "
+        "quantile tracking (one noisy count per round, geometric update), or auto (tracking "
+        "when the thresholds are private: measured closer to the exact quantile's p90)",
+    )
+    parser.add_argument(
         "--corruption",
         type=_corruption,
         metavar="KIND:FRACTION",
@@ -245,6 +258,7 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
         dp=None if scope == "none" else cast("DPScope", scope),
         update_clip=args.dp_clip,
         bits=args.bits,
+        threshold_method=args.threshold_method,
         **common,
     )
 

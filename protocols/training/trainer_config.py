@@ -28,9 +28,11 @@ __all__ = [
     "ALGORITHMS",
     "EVALUATIONS",
     "MODELS",
+    "THRESHOLD_METHODS",
     "Algorithm",
     "Evaluation",
     "ModelKind",
+    "ThresholdMethod",
     "TrainerConfig",
 ]
 
@@ -44,6 +46,10 @@ EVALUATIONS: tuple[str, ...] = get_args(Evaluation)
 splits, FedProx's convention for Synthetic, whose unseen users are unpredictable),
 ``"test_clients"`` (clients never seen in training), ``"auto"`` (held-out for Synthetic, unseen
 test clients otherwise)."""
+
+ThresholdMethod = Literal["auto", "histogram", "tracking"]
+THRESHOLD_METHODS: tuple[str, ...] = get_args(ThresholdMethod)
+"""How Δ-FL estimates its threshold: a (DP) histogram quantile per round, or quantile tracking."""
 
 ModelKind = Literal["logreg", "mlp"]
 MODELS: tuple[str, ...] = get_args(ModelKind)
@@ -87,6 +93,15 @@ class TrainerConfig:
     quantile_bins, loss_upper
         The DP quantile's histogram: bins (a power of 2) over the public loss range
         [0, ``loss_upper``] (``None``: 2·ln C, twice the loss of a uniform C-class prediction).
+    threshold_method, tracking_rate
+        How Δ-FL finds its loss threshold each round: ``"histogram"`` (a DP quantile from a
+        hierarchical histogram, or the exact quantile without DP), ``"tracking"`` (private
+        quantile tracking, :class:`~protocols.aggregation.QuantileTracker`: one noisy count per
+        round and the geometric step η = ``tracking_rate``, starting from ln C), or ``"auto"``
+        (tracking when the thresholds are private, the exact quantile otherwise). Measured on
+        Synthetic(1, 1), θ = 0.5, 10 clients per round, 100 rounds, ε = 5 on the thresholds
+        (10 seeds × 3 noise draws, 95 % CI over seeds): p90 − exact p90 = +0.065 ± 0.051 with the
+        histogram, −0.022 ± 0.063 with tracking at η = 0.05 (+0.026 ± 0.068 at η = 0.2).
     empty_tail
         What Δ-FL does when the DP quantile overshoots every loss (see
         :func:`~protocols.aggregation.superquantile.superquantile_aggregate`).
@@ -119,6 +134,9 @@ class TrainerConfig:
     seed
         The root seed: client sampling, local SGD, dropouts, corruption and every secure sum's
         randomness are derived from it.
+    noise_seed
+        ``None``: as above. Otherwise the seed of every aggregation's own randomness (rounding,
+        noise, masks) alone: the same clients, SGD and dropouts with a fresh noise draw.
     blas_threads
         BLAS threads during the run (via ``threadpoolctl`` when installed; ``None``: unchanged).
         One is ~10× faster than two on a loaded 2-core machine.
@@ -156,6 +174,8 @@ class TrainerConfig:
     dp_threshold_share: float = 0.5
     quantile_bins: int = 32
     loss_upper: float | None = None
+    threshold_method: ThresholdMethod = "auto"
+    tracking_rate: float = 0.05
     empty_tail: EmptyTailPolicy = "all"
     rfa_max_iterations: int = 4
     rfa_smoothing: float | None = None
@@ -168,6 +188,7 @@ class TrainerConfig:
     corruption: Corruption | None = None
     evaluation: Evaluation = "auto"
     seed: int = 0
+    noise_seed: int | None = None
     blas_threads: int | None = 1
 
     def __post_init__(self) -> None:
@@ -207,6 +228,14 @@ class TrainerConfig:
         )
         if self.loss_upper is not None:
             object.__setattr__(self, "loss_upper", check_positive("loss_upper", self.loss_upper))
+        if self.threshold_method not in THRESHOLD_METHODS:
+            raise ValueError(
+                f"threshold_method must be one of {', '.join(THRESHOLD_METHODS)}; "
+                f"got {self.threshold_method!r}"
+            )
+        object.__setattr__(
+            self, "tracking_rate", check_positive("tracking_rate", self.tracking_rate)
+        )
         if self.empty_tail not in EMPTY_TAIL_POLICIES:
             raise ValueError(
                 f"empty_tail must be one of {EMPTY_TAIL_POLICIES}; got {self.empty_tail!r}"
@@ -237,6 +266,7 @@ class TrainerConfig:
         if seed is None:
             raise TypeError("seed must be an int: every run is reproducible from its seed")
         object.__setattr__(self, "seed", seed)
+        object.__setattr__(self, "noise_seed", check_seed(self.noise_seed))
         if self.blas_threads is not None:
             object.__setattr__(
                 self, "blas_threads", check_int("blas_threads", self.blas_threads, minimum=1)
@@ -285,6 +315,22 @@ class TrainerConfig:
         False
         """
         return self.dp_scope in ("model", "both")
+
+    @property
+    def tracks_threshold(self) -> bool:
+        """Whether Δ-FL's threshold comes from quantile tracking (see ``threshold_method``).
+
+        Examples
+        --------
+        >>> deltafl = TrainerConfig(algorithm="deltafl", epsilon=5.0, dp="thresholds")
+        >>> deltafl.tracks_threshold, deltafl.with_changes(epsilon=None, dp=None).tracks_threshold
+        (True, False)
+        """
+        if self.algorithm != "deltafl" or self.theta >= 1.0:
+            return False
+        if self.threshold_method == "auto":
+            return self.dp_scope in ("thresholds", "both")
+        return self.threshold_method == "tracking"
 
     @property
     def clip(self) -> float | None:

@@ -186,8 +186,9 @@ class TrainingResult:
         >>> from protocols.training.datasets import synthetic
         >>> from protocols.training.trainers import train
         >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
-        >>> config = TrainerConfig(algorithm="deltafl", epsilon=60.0, rounds=1,
-        ...                        clients_per_round=4, secure=False)
+        >>> config = TrainerConfig(algorithm="deltafl", epsilon=60.0, rounds=1, dp="thresholds",
+        ...                        threshold_method="histogram", clients_per_round=4,
+        ...                        secure=False)
         >>> train(data, config).empty_tail_rounds   # tied losses at the zero model
         1
         """

@@ -44,7 +44,11 @@ from protocols.aggregation.secure_average import (
     ZeroWeightSumError,
     secure_weighted_average,
 )
-from protocols.aggregation.superquantile import QuantileSettings, superquantile_aggregate
+from protocols.aggregation.superquantile import (
+    QuantileSettings,
+    QuantileTracker,
+    superquantile_aggregate,
+)
 from protocols.training.corruption import (
     CorruptionPlan,
     corrupt_dataset,
@@ -180,11 +184,21 @@ class FederatedTrainer:
         self.privacy = self._plan_privacy()
         self.budget: PrivacyBudget | None = None if self.privacy is None else self.privacy.budget()
         self.ledger: list[dict[str, object]] = []
+        self.tracker: QuantileTracker | None = None
         self.loss_upper = (
             config.loss_upper
             if config.loss_upper is not None
             else 2.0 * math.log(dataset.num_classes)
         )
+        if config.tracks_threshold:
+            # C₀ = ln C: the loss of a uniform prediction, public (the zero model's loss).
+            self.tracker = QuantileTracker(
+                theta=config.theta,
+                initial=math.log(dataset.num_classes),
+                rate=config.tracking_rate,
+            )
+
+
 
     # -- setup ------------------------------------------------------------------------------------
 
@@ -355,9 +369,9 @@ class FederatedTrainer:
         return (None if params.complete_graph else params.degree), params.threshold
 
     def _quantile_settings(self) -> QuantileSettings | None:
-        """The round's DP quantile at its planned share, or ``None`` (exact)."""
+        """The round's DP quantile at its planned share, or ``None`` (exact, or tracking)."""
         plan = self.privacy
-        if plan is None or plan.threshold_rho is None:
+        if plan is None or plan.threshold_rho is None or self.tracker is not None:
             return None
         return QuantileSettings(
             rho=plan.threshold_rho,
@@ -379,7 +393,8 @@ class FederatedTrainer:
         config, budget = self.config, self.budget
         n = updates.shape[0]
         neighbors, threshold = self._graph(n)
-        seed = derived_seed(config.seed, _AGGREGATE, index)
+        root = config.seed if config.noise_seed is None else config.noise_seed
+        seed = derived_seed(root, _AGGREGATE, index)
         settings = self._settings(config.bits, self.privacy, neighbors, threshold)
         # Under model DP every client counts once (weight 1, public cap 1): a client's number of
         # examples would be a private, unbounded weight.
@@ -399,20 +414,25 @@ class FederatedTrainer:
             )
             return _Aggregate(result.average, len(result.survivors), 1, 1)
         if config.algorithm == "deltafl":
+            tracked = None if self.tracker is None else self.tracker.threshold
+            quantile = self._quantile_settings()
+            noisy = settings.noise is not None or (quantile is not None and quantile.private)
             sq = superquantile_aggregate(
                 updates,
                 alpha,
                 losses,
                 theta=config.theta,
-                quantile=self._quantile_settings(),
+                quantile=quantile,
                 settings=settings,
                 weight_cap=weight_cap,
                 secure=config.secure,
                 seed=seed,
                 dropouts=dropouts,
                 empty_tail=config.empty_tail,
-                budget=budget,
+                budget=budget if noisy else None,
+                threshold=tracked,
             )
+            counts = self._track(losses, seed, dropouts, neighbors, threshold)
             reason = sq.failure
             if reason is None and sq.average is None:
                 reason = "empty tail: the DP quantile is above every loss"
@@ -420,7 +440,7 @@ class FederatedTrainer:
                 sq.average,
                 len(sq.survivors),
                 sq.num_secure_averages,
-                sq.num_secure_sums,
+                sq.num_secure_sums + counts,
                 reason,
                 sq.threshold,
                 sq.num_tail_clients if config.theta < 1 else None,
@@ -461,6 +481,39 @@ class FederatedTrainer:
             budget=budget,
         )
         return _Aggregate(result.average, len(result.survivors), 1, 1)
+
+    def _track(
+        self,
+        losses: NDArray[np.float64],
+        seed: int,
+        dropouts: dict[str, list[int]] | None,
+        neighbors: int | None,
+        threshold: int | None,
+    ) -> int:
+        """Quantile tracking's count of the round (its own secure sum); return sums run."""
+        if self.tracker is None:
+            return 0
+        plan = self.privacy
+        noise = None
+        if plan is not None and plan.threshold_rho is not None:
+            noise = DiscreteGaussianNoise(
+                rho=plan.threshold_rho, min_survivors=plan.survivors, neighbouring=plan.neighbouring
+            )
+        settings = AverageSettings(
+            clip=1.0, noise=noise, neighbors=neighbors, threshold=threshold, rotate=False
+        )
+        try:
+            self.tracker.update(
+                losses,
+                settings=settings,
+                secure=self.config.secure,
+                seed=derived_seed(seed, 1),
+                dropouts=dropouts,
+                budget=self.budget if noise is not None else None,
+            )
+        except _ROUND_FAILURES as error:
+            logger.info("the threshold's count failed (threshold kept): %s", error)
+        return 1
 
     def run_round(self, index: int) -> RoundRecord:
         """Run round ``index``: sample, train locally, reject, corrupt, aggregate, update.

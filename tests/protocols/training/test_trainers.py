@@ -163,7 +163,14 @@ def test_deltafl_records_its_tail_and_threshold(data: FederatedDataset) -> None:
 
 
 def test_dp_quantile_spends_exactly_the_budget(data: FederatedDataset) -> None:
-    config = small(algorithm="deltafl", theta=0.5, epsilon=2.0, rounds=5, dp="thresholds")
+    config = small(
+        algorithm="deltafl",
+        theta=0.5,
+        epsilon=2.0,
+        rounds=5,
+        dp="thresholds",
+        threshold_method="histogram",
+    )
     result = train(data, config)
     budget = config.rho_budget
     assert budget is not None and result.delta == 1e-5
@@ -180,7 +187,13 @@ def test_dropouts_never_push_the_dp_quantile_over_its_budget(data: FederatedData
     # With dropouts the noise is planned for a survivor count; a round with fewer survivors is
     # refused by the server (skipped, unpaid), so the run never spends more than its budget.
     config = small(
-        algorithm="deltafl", theta=0.5, epsilon=2.0, rounds=6, dropout=0.3, dp="thresholds"
+        algorithm="deltafl",
+        theta=0.5,
+        epsilon=2.0,
+        rounds=6,
+        dropout=0.3,
+        dp="thresholds",
+        threshold_method="histogram",
     )
     result = train(data, config)
     budget = config.rho_budget
@@ -193,7 +206,14 @@ def test_empty_tail_falls_back_to_fedavg_instead_of_deadlocking(data: FederatedD
     # At the zero model every loss is ln 10, exactly the lower edge of a histogram bin of
     # [0, 2 ln 10]: with little noise the interpolated quantile sits inside that bin, above every
     # loss. "skip" keeps the model and sees the same tie forever; "all" takes a FedAvg step.
-    config = small(algorithm="deltafl", theta=0.5, epsilon=60.0, rounds=3, dp="thresholds")
+    config = small(
+        algorithm="deltafl",
+        theta=0.5,
+        epsilon=60.0,
+        rounds=3,
+        dp="thresholds",
+        threshold_method="histogram",
+    )
     stuck = train(data, config.with_changes(empty_tail="skip"))
     assert stuck.rounds_skipped == 3 and stuck.empty_tail_rounds == 3
     assert not stuck.parameters.any() and stuck.num_secure_averages == 3
