@@ -288,3 +288,23 @@ def test_accuracy_improves_with_epsilon_and_consistency_helps() -> None:
             rank_error[(rho, consistency)] = float(np.median(errors))
     assert rank_error[(2.0, True)] < rank_error[(0.002, True)]
     assert rank_error[(0.002, True)] <= rank_error[(0.002, False)]
+
+
+@pytest.mark.parametrize("n", [8, 100, 1000])
+def test_the_modulus_holds_every_clients_noise_not_one(n: int) -> None:
+    # Recomputed here from its definition: the sum of n clients' σ²-subgaussian noise stays within
+    # t·σ·√n in each of the D released coordinates except w.p. 2^-40, t = √(2 ln(2D·2^40)); the
+    # ring must hold n·scale (each client's one-hot count per level) plus that. Sizing the noise
+    # for one client (σ instead of σ√n) picks fewer bits at these n and fails this test.
+    losses = np.linspace(0.0, 1.0, n)
+    result = dp_quantile(losses, 0.5, lower=0.0, upper=1.0, bins=32, rho=0.5, secure=False, seed=1)
+    dimension = result.released.size
+    t = math.sqrt(2.0 * (math.log(2.0 * dimension) + 40.0 * math.log(2.0)))
+    bound = math.ceil(t * result.sigma * math.sqrt(n))
+    expected = (n * result.scale + bound).bit_length() + 1
+    assert result.modulus_bits == expected
+    with pytest.raises(HeadroomError):
+        dp_quantile(
+            losses, 0.5, lower=0.0, upper=1.0, bins=32, rho=0.5, secure=False, seed=1,
+            modulus_bits=expected - 1,
+        )
