@@ -30,9 +30,12 @@ from audits.report import (
     write_outputs,
 )
 from audits.selfcheck import run_false_alarm_check, run_self_check
-from audits.suite import run_audits
+from audits.suite import AUDITS, run_audits
 from audits.targets import AuditTarget
 from protocols.cli import package_version
+from protocols.cli.arguments import integer_list, nonnegative_int
+from protocols.cli.arguments import seed as seed_argument
+from protocols.cli.errors import run_guarded
 from protocols.cli.progress import ProgressBar
 
 __all__ = ["build_parser", "main", "make_target"]
@@ -76,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tier", choices=("fast", "deep"), default="fast")
     parser.add_argument("--target", choices=("ours", "flower"), default="ours")
     parser.add_argument("--out", type=Path, default=Path("audit-report"))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed_argument, default=0)
     parser.add_argument(
         "--self-check",
         action="store_true",
@@ -89,12 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--false-alarms",
-        type=int,
+        type=nonnegative_int,
         default=0,
         metavar="N",
         help="run the audits on the real code at N seeds and count the failures",
     )
-    parser.add_argument("--only", default=None, help="comma-separated audit numbers")
+    parser.add_argument(
+        "--only",
+        type=integer_list(range(1, len(AUDITS) + 1)),
+        default=None,
+        help="comma-separated audit numbers",
+    )
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument(
         "--progress",
@@ -153,6 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     args = build_parser().parse_args(argv)
+    return run_guarded("secagg-dp-audit", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The audit command proper (errors are turned into one line by :func:`main`)."""
     if not args.no_plots and not args.false_alarms and not plots_available():
         print(PLOTS_UNAVAILABLE, file=sys.stderr)
         args.no_plots = True
@@ -179,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"wrote {', '.join(written)}")
         return 0 if report.passed else 1
-    only = None if args.only is None else [int(v) for v in args.only.split(",") if v.strip()]
+    only: list[int] | None = args.only
     if args.false_alarms:
         if args.target != "ours" or args.self_check:
             print("--false-alarms audits this toolkit alone: use --target ours", file=sys.stderr)

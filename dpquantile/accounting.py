@@ -1198,9 +1198,12 @@ is add_remove: convert the add_remove events with event.under_replace_one() befo
 
     def _divergence(self, alpha: NDArray[np.float64]) -> NDArray[np.float64]:
         self._refresh()
-        total = self._linear_xi + alpha * self._linear_rho
-        for xis, rhos, count in self._lines:
-            total = total + count * np.min(xis[:, None] + rhos[:, None] * alpha[None, :], axis=0)
+        with np.errstate(over="ignore"):  # a huge ρ at a huge order is +inf, as it should be
+            total = self._linear_xi + alpha * self._linear_rho
+            for xis, rhos, count in self._lines:
+                total = total + count * np.min(
+                    xis[:, None] + rhos[:, None] * alpha[None, :], axis=0
+                )
         return np.asarray(total, dtype=np.float64)
 
     def _single(self) -> MechanismEvent | None:

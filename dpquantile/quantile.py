@@ -23,6 +23,7 @@ from dpquantile.accounting import DistributedDiscreteGaussian, Neighbouring, Pri
 from dpquantile.histogram import HistogramTree
 from dpquantile.mechanisms import DistributedDiscreteGaussianMechanism
 from secagg import (
+    HeadroomError,
     KeystreamRandom,
     LazyInputs,
     Session,
@@ -408,6 +409,13 @@ def dp_quantile(
             raise TypeError(f"budget must be a PrivacyBudget; got {type(budget).__name__}")
         refuse_shortfall = True
     needed = required_bits(n, scale, noise_bound)
+    if needed > 64 and modulus_bits is None:
+        raise HeadroomError(
+            f"rho = {rho:.4g} asks for a grid {float(scale):.3g} times finer than one count, with "
+            f"{n} clients a {needed}-bit ring; the secure sum has at most 64 bits: "
+            "use a smaller rho (epsilon)",
+            required_bits=needed,
+        )
     bits = needed if modulus_bits is None else int(modulus_bits)
     check_headroom(n, scale, bits, noise_bound)
 

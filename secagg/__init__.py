@@ -17,6 +17,7 @@ from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
 from secagg.driver import Delivery, PeerFault, RoundDriver, Transport
 from secagg.errors import (
+    InsecureSettingsWarning,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
@@ -66,6 +67,7 @@ __all__ = [
     "ForwardedShares",
     "HeadroomError",
     "IdentityKey",
+    "InsecureSettingsWarning",
     "IterationRequest",
     "KeyDirectory",
     "KeystreamRandom",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "InsecureSettingsWarning",
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
@@ -68,3 +69,15 @@ class TooFewSurvivorsError(ProtocolError):
         self.arrived = arrived
         self.min_inputs = min_inputs
         super().__init__(message)
+
+
+class InsecureSettingsWarning(UserWarning):
+    """Settings that run but protect (almost) nothing: a 2-client sum (each client learns the
+    other's input by subtracting its own), Shamir threshold t = 1 (any one client's shares
+    reveal the secrets), a quantisation grid coarser than every input.
+
+    Examples
+    --------
+    >>> issubclass(InsecureSettingsWarning, UserWarning)
+    True
+    """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 from secagg.client import Client, ClientState
 from secagg.config import PHASES, Phase, SecAggConfig, ThreatModel
 from secagg.driver import Delivery, PeerFault, RoundDriver
-from secagg.errors import LocalProtocolError, ProtocolError
+from secagg.errors import InsecureSettingsWarning, LocalProtocolError, ProtocolError
 from secagg.identity import IdentityKey, TrustStore, generate_identities
 from secagg.inputs import LazyInputs
 from secagg.messages import decode_message, encode_message
@@ -445,7 +446,9 @@ class Session:
             for u in ids
         }
         # Validated now; the server is built at the first sum (it carries the first iterate).
-        Server(self.config, ids, min_inputs=min_inputs, trust_store=self._trust_store)
+        with warnings.catch_warnings():  # the real server (first sum) warns, once
+            warnings.simplefilter("ignore", InsecureSettingsWarning)
+            Server(self.config, ids, min_inputs=min_inputs, trust_store=self._trust_store)
         self._server: Server | None = None
         self._closed = False
 

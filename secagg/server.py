@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -38,6 +39,7 @@ import numpy as np
 from secagg import shamir
 from secagg.config import Phase, SecAggConfig
 from secagg.errors import (
+    InsecureSettingsWarning,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
@@ -141,6 +143,24 @@ class SecAggResult:
     iteration: int = 1
 
 
+def _warn_if_insecure(clients: int, threshold: int) -> None:
+    """Warn (once per call site) about settings that run but protect almost nothing."""
+    if clients == 2:
+        warnings.warn(
+            "a 2-client secure sum reveals each input to the other client (the sum minus its "
+            "own input); use at least 3 clients",
+            InsecureSettingsWarning,
+            stacklevel=3,
+        )
+    if threshold == 1:
+        warnings.warn(
+            "Shamir threshold t = 1: any single client's shares reveal the secrets they "
+            "protect; use t ≥ 2",
+            InsecureSettingsWarning,
+            stacklevel=3,
+        )
+
+
 class Server:
     """The SecAgg / SecAgg+ server.
 
@@ -211,6 +231,7 @@ class Server:
         self.config = config
         self.client_ids = frozenset(ids)
         self.min_inputs = self._checked_min_inputs(min_inputs, len(ids))
+        _warn_if_insecure(len(ids), config.threshold)
         self._trust_store = trust_store if config.malicious else None
         self._ring = config.ring
         self._state = ServerState.COLLECTING_KEYS

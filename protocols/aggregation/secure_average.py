@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -35,6 +36,7 @@ from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from protocols.aggregation._rotation import Rotation, padded_dimension
 from secagg import (
+    InsecureSettingsWarning,
     KeystreamRandom,
     LazyInputs,
     LocalProtocolError,
@@ -516,6 +518,22 @@ def _prepare(
     )
 
 
+def _warn_if_coarse(clients: _Clients, participants: NDArray[np.intp], scale: float) -> None:
+    """Warn when every coordinate of every input is below one grid step (the average would be
+    rounding noise): the grid is set by bits, clients and the public clip, not by the data."""
+    matrix = clients.matrix[participants]
+    reach = np.maximum(matrix.max(axis=1), -matrix.min(axis=1))
+    largest = float(np.max(reach * clients.factors[participants] * clients.weights[participants]))
+    if 0.0 < largest < 1.0 / scale:
+        warnings.warn(
+            f"every input coordinate (largest {largest:.3g}) is below one quantisation step "
+            f"({1.0 / scale:.3g}): the average is mostly rounding noise; raise bits or lower "
+            "the clip",
+            InsecureSettingsWarning,
+            stacklevel=4,
+        )
+
+
 def _derived_seed(root: KeystreamRandom, label: bytes) -> int:
     return int.from_bytes(root.spawn(label).random_bytes(16), "big")
 
@@ -752,6 +770,8 @@ def _run(
             settings.rotate,
             settings.rounding_beta,
         )
+    if plan is not None and participants.size:
+        _warn_if_coarse(clients, participants, plan.quantizer.scale)
     root = KeystreamRandom(seed, label=_DOMAIN)
     rotation = None
     if plan is not None and plan.rotate:

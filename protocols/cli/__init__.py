@@ -10,7 +10,9 @@ import argparse
 import importlib
 import importlib.metadata
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from protocols.cli.errors import run_guarded
 
 __all__ = ["build_parser", "main", "package_version"]
 
@@ -87,5 +89,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-    status: int = args.func(args)
-    return status
+    command: Callable[[argparse.Namespace], int] = args.func
+    return run_guarded(f"secagg-dp {args.command}", lambda: command(args), verbose=args.verbose)

@@ -18,7 +18,7 @@ from dpquantile.accounting import (
     ZCDPAccountant,
     kls21_sensitivities,
 )
-from protocols.cli._arguments import positive_float, positive_int, probability
+from protocols.cli.arguments import positive_float, positive_int, probability
 
 __all__ = ["register", "run"]
 

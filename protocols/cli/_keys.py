@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from protocols.cli._arguments import positive_int
+from protocols.cli.arguments import positive_int
+from protocols.cli.errors import CommandError
 from secagg.identity import write_identities
 
 __all__ = ["register", "run"]
@@ -42,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         store = write_identities(args.out, range(1, args.clients + 1), args.seed)
     except OSError as error:
-        print(f"error: cannot write into {args.out}: {error}")
-        return 2
+        raise CommandError(f"cannot write into {args.out}: {error}") from None
     print(
         f"wrote {len(store.ids())} identity keys and trust-store.json into {args.out} "
         f"(client ids 1..{args.clients})"

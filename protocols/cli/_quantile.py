@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from dpquantile import ZCDPAccountant, dp_quantile, rho_for_epsilon
-from protocols.cli._arguments import positive_float, probability
+from protocols.cli.arguments import positive_float, probability, seed
+from protocols.cli.errors import CommandError
 from protocols.cli.progress import ProgressBar
-from secagg import HeadroomError, TooFewSurvivorsError
+from secagg import TooFewSurvivorsError
 
 __all__ = ["register", "run"]
 
@@ -59,7 +60,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--delta", type=probability, default=1e-5, help="δ of the (ε, δ)-DP guarantee"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=run)
 
@@ -69,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     n = args.clients
     if n < 2:
-        print(f"error: --clients must be at least 2; got {n}")
-        return 2
+        raise CommandError(f"--clients must be at least 2; got {n}")
     values = rng.chisquare(3, size=n) if args.distribution == "chi2" else rng.random(n)
     lower, upper = _DISTRIBUTIONS[args.distribution]
     rho = args.rho if args.rho is not None else rho_for_epsilon(args.epsilon, args.delta)
@@ -92,15 +92,11 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             progress=bar.update,
         )
-    except (ValueError, HeadroomError) as exc:
-        bar.close()
-        print(f"error: {exc}")
-        return 2
     except TooFewSurvivorsError as exc:
-        bar.close()
         print(f"round aborted cleanly: {exc}")
         return 3
-    bar.close()
+    finally:
+        bar.close()
     elapsed = time.perf_counter() - start
     true_quantile = float(np.quantile(values, args.q, method="inverted_cdf"))
     rank = float(np.mean(values <= result.estimate))

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.cli._arguments import fraction, positive_int
+from protocols.cli.arguments import fraction, positive_int, seed
+from protocols.cli.errors import CommandError
 from protocols.cli.progress import ProgressBar
 from secagg import LazyInputs, Phase, Ring, Session, ThreatModel, TooFewSurvivorsError
 from secagg.graph_parameters import secagg_plus_parameters
@@ -84,7 +85,7 @@ def register(subparsers: Any) -> None:
         help="run a session of this many sums over one key setup (secagg.Session; the "
         "dropouts happen in the first, each further sum gets new inputs and iterate)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for inputs and randomness")
+    parser.add_argument("--seed", type=seed, default=0, help="seed for inputs and randomness")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
     parser.set_defaults(func=run)
@@ -94,8 +95,7 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``secagg-dp sum``; exit 0 when the secure total equals the plaintext total."""
     n, d = args.clients, args.dim
     if not 1 <= args.bits <= 64:
-        print(f"error: --bits must lie in [1, 64]; got {args.bits}")
-        return 2
+        raise CommandError(f"--bits must lie in [1, 64]; got {args.bits}")
     neighbors, threshold = args.neighbors, args.threshold
     if neighbors == "auto":
         params = secagg_plus_parameters(max(n, 2), dropout_rate=args.dropout)
@@ -105,12 +105,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             neighbors = int(neighbors)
         except ValueError:
-            print(f"error: --neighbors takes an even integer or 'auto'; got {neighbors!r}")
-            return 2
+            message = f"--neighbors takes an even integer or 'auto'; got {neighbors!r}"
+            raise CommandError(message) from None
     phase_names = [p.value for p in Phase.of(ThreatModel(args.threat_model))]
     if args.dropout_phase not in (*phase_names, "mixed"):
-        print(f"error: the {args.threat_model} mode has no {args.dropout_phase} phase")
-        return 2
+        raise CommandError(f"the {args.threat_model} mode has no {args.dropout_phase} phase")
     rng = np.random.default_rng(args.seed)
     dropped = rng.choice(n, size=round(args.dropout * n), replace=False).tolist()
     if args.dropout_phase == "mixed":
@@ -127,8 +126,7 @@ def run(args: argparse.Namespace) -> int:
         bar.enabled = False
     start = time.perf_counter()
     if args.sums > 255:
-        print(f"error: --sums must lie in [1, 255]; got {args.sums}")
-        return 2
+        raise CommandError(f"--sums must lie in [1, 255]; got {args.sums}")
     try:
         session = Session(
             n,
@@ -146,10 +144,6 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
         print(f"round aborted cleanly: {exc}")
         return 3
-    except (TypeError, ValueError) as exc:
-        bar.close()
-        print(f"error: {exc}")
-        return 2
     finally:
         bar.close()
     elapsed = time.perf_counter() - start

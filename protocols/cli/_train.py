@@ -18,8 +18,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from dpquantile import BudgetExceededError
-from protocols.cli._arguments import positive_float, probability
+from protocols.cli.arguments import positive_float, probability, seed
+from protocols.cli.errors import CommandError
 from protocols.cli.progress import ProgressBar
 from protocols.training.corruption import CORRUPTION_KINDS, Corruption
 from protocols.training.datasets import DATASET_NAMES, DatasetNotAvailableError, load_dataset
@@ -33,7 +33,6 @@ from protocols.training.trainer_config import (
     TrainerConfig,
 )
 from protocols.training.trainers import TrainingResult, train
-from secagg import HeadroomError
 
 __all__ = ["register", "run"]
 
@@ -199,7 +198,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--dropout", type=float, default=0.0, help="probability a client drops out of a round"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data and the run")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the data and the run")
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default ./{DEFAULT_OUT}/)"
     )
@@ -261,6 +260,18 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
         threshold_method=args.threshold_method,
         **common,
     )
+
+
+def _writable_folder(path: Path) -> Path:
+    """``path`` created if need be, and proven writable, before any training runs."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".secagg-dp-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise CommandError(f"--out {path} is not a writable folder: {error}") from None
+    return path
 
 
 def _algorithm(config: AnyConfig) -> str:
@@ -382,18 +393,14 @@ def run(args: argparse.Namespace) -> int:
     >>> status, "Δ-FL θ=0.5 ε=5" in log.getvalue()
     (0, True)
     """
-    try:
-        algorithms = _algorithms(args.algo)
-        configs = _configs(args, algorithms)
-    except (TypeError, ValueError) as error:
-        print(f"error: {error}")
-        return 2
+    algorithms = _algorithms(args.algo)
+    configs = _configs(args, algorithms)
+    out = _writable_folder(args.out)  # checked before any work: nothing is lost at the end
     start = time.perf_counter()
     try:
         data = load_dataset(args.dataset, seed=args.seed, **_DATASET_ARGUMENTS[args.dataset])
     except DatasetNotAvailableError as error:
-        print(f"error: {error}")
-        return 2
+        raise CommandError(str(error)) from None
     bar = ProgressBar()
     bar.enabled = bar.enabled and not args.quiet
     results: list[AnyResult] = []
@@ -411,11 +418,8 @@ def run(args: argparse.Namespace) -> int:
                 result = train_ffgb(config, data, progress=progress)
             else:
                 result = train(data, config, progress=progress)
-        except (ValueError, HeadroomError, BudgetExceededError) as error:
+        finally:
             bar.close()
-            print(f"error: {error}")
-            return 2
-        bar.close()
         results.append(result)
     elapsed = time.perf_counter() - start
 
@@ -447,8 +451,6 @@ def run(args: argparse.Namespace) -> int:
         "empty: Δ-FL rounds whose DP quantile overshot every loss (FedAvg fallback)"
     )
 
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     record = {
         "arguments": _arguments_record(args),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),

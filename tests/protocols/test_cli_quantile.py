@@ -47,7 +47,7 @@ def test_quantile_json_flat_plain(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_quantile_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["quantile", "--clients", "10", "--bins", "48", "--no-secure"]) == 2
-    assert "power of the branching factor" in capsys.readouterr().out
+    assert "power of the branching factor" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["quantile", "--q", "1.5"])
     with pytest.raises(SystemExit):

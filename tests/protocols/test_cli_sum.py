@@ -72,7 +72,7 @@ def test_sum_clean_abort_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -
     )
     assert "aborted cleanly" in capsys.readouterr().out
     assert main(["sum", "--clients", "5", "--dim", "4", "--neighbors", "3"]) == 2
-    assert "even" in capsys.readouterr().out
+    assert "even" in capsys.readouterr().err
     assert main(["sum", "--clients", "5", "--dim", "4", "--bits", "70"]) == 2
     with pytest.raises(SystemExit):
         main(["sum", "--dropout", "1.5"])
@@ -105,7 +105,7 @@ def test_sum_reports_the_threat_model_and_its_signatures(
     assert (
         main([*argv, "--threat-model", "semi-honest", "--dropout-phase", "consistency_check"]) == 2
     )
-    assert "no consistency_check phase" in capsys.readouterr().out
+    assert "no consistency_check phase" in capsys.readouterr().err
 
 
 def test_keys_writes_identities_and_a_trust_store(
@@ -132,7 +132,7 @@ def test_sum_runs_a_session_of_several_sums(capsys: pytest.CaptureFixture[str]) 
     assert main([*args, "--sums", "2"]) == 0
     assert "2 sums over one key setup" in capsys.readouterr().out
     assert main([*args, "--sums", "256"]) == 2
-    assert "--sums must lie in [1, 255]" in capsys.readouterr().out
+    assert "--sums must lie in [1, 255]" in capsys.readouterr().err
 
 
 def test_version_and_defaults_in_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from protocols.cli import _train, main
+from protocols.cli.errors import run_guarded
 
 
 def run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="secagg-dp")
     _train.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["train", *argv])
-    status: int = args.func(args)
-    return status
+    return run_guarded("secagg-dp train", lambda: int(args.func(args)))
 
 
 def test_default_pair_secure_writes_table_json_and_plot(
@@ -67,11 +67,11 @@ def test_exact_quantile_and_theta(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["--algo", "sgd", "--out", str(tmp_path)]) == 2
-    assert "unknown --algo 'sgd'" in capsys.readouterr().out
+    assert "unknown --algo 'sgd'" in capsys.readouterr().err
     # Image negation needs images: a clear error, not a traceback.
     argv = ["--corruption", "image_negation:0.1", "--rounds", "1", "--out", str(tmp_path)]
     assert run(argv) == 2
-    assert "image negation needs an image dataset" in capsys.readouterr().out
+    assert "image negation needs an image dataset" in capsys.readouterr().err
     for bad in (["--theta", "0"], ["--epsilon", "-1"], ["--delta", "1"], ["--corruption", "x:1"]):
         with pytest.raises(SystemExit):
             run(bad)

@@ -373,16 +373,29 @@ def test_result_record_and_summary(data: FederatedDataset) -> None:
 def test_deltafl_lowers_the_tail_error_on_synthetic() -> None:
     # Seed 0, Synthetic(1, 1) with FedProx's 30 users, 100 rounds × 10 clients, plain path.
     # Per-client error on the users' held-out splits (p90, mean): FedAvg 0.602 / 0.194; Δ-FL
-    # θ = 0.5 exact 0.375 / 0.106; with the DP quantile at (5, 1e-5)-DP for the whole run
-    # (ρ ≈ 0.551) 0.338 / 0.102.
-    # Stated bars: Δ-FL's p90 at least 10 points below FedAvg's, its mean no higher, and the DP
-    # run's p90 within 0.05 of the exact one.
+    # θ = 0.5 exact 0.375 / 0.106; with DP thresholds at (5, 1e-5)-DP for the whole run
+    # (ρ ≈ 0.551; the model not private) 0.338 / 0.102 by the histogram quantile and by quantile
+    # tracking alike. Stated bars: Δ-FL's p90 at least 10 points below FedAvg's, its mean no
+    # higher, and each DP run's p90 within 0.05 of the exact one (this seed; the CI over seeds
+    # is in README / examples/dp_thresholds.py).
     data = synthetic(1, 1, num_clients=30, num_test_clients=0, seed=0)
     base = TrainerConfig(rounds=100, clients_per_round=10, lr=0.05, secure=False, seed=0)
     fedavg = train(data, base)
     exact = train(data, base.with_changes(algorithm="deltafl", theta=0.5))
-    private = train(data, base.with_changes(algorithm="deltafl", theta=0.5, epsilon=5.0))
     assert exact.errors.p90 <= fedavg.errors.p90 - 0.10
     assert exact.errors.mean <= fedavg.errors.mean
-    assert abs(private.errors.p90 - exact.errors.p90) <= 0.05
-    assert private.epsilon_spent == pytest.approx(5.0, rel=1e-3) and private.epsilon_spent <= 5
+    for method in ("histogram", "tracking"):
+        private = train(
+            data,
+            base.with_changes(
+                algorithm="deltafl",
+                theta=0.5,
+                epsilon=5.0,
+                dp="thresholds",
+                threshold_method=method,
+            ),
+        )
+        assert abs(private.errors.p90 - exact.errors.p90) <= 0.05
+        assert private.epsilon_spent is not None
+        assert private.epsilon_spent == pytest.approx(5.0, rel=1e-3)
+        assert private.epsilon_spent <= 5
