@@ -90,6 +90,12 @@ class TrainerConfig:
         ``None``: ``"both"`` for Δ-FL with θ < 1, ``"model"`` otherwise.
     dp_threshold_share
         Under ``"both"``, the fraction of ρ given to the thresholds (the rest to the model).
+    dp_noise
+        ``"distributed"`` (default): the clients add distributed discrete Gaussian noise inside
+        the secure sum (KLS21). ``"central"``: a comparison baseline only — a trusted server adds
+        continuous Gaussian noise N(0, σ²), σ = clip/√(2ρ), to the exact sum of the clipped
+        updates (FedAvg with ``dp="model"`` and ``secure=False``; no secure sum, no trust model
+        a deployment could have).
     quantile_bins, loss_upper
         The DP quantile's histogram: bins (a power of 2) over the public loss range
         [0, ``loss_upper``] (``None``: 2·ln C, twice the loss of a uniform C-class prediction).
@@ -173,6 +179,7 @@ class TrainerConfig:
     delta: float = 1e-5
     dp: DPScope | None = None
     dp_threshold_share: float = 0.5
+    dp_noise: Literal["distributed", "central"] = "distributed"
     quantile_bins: int = 32
     loss_upper: float | None = None
     threshold_method: ThresholdMethod = "auto"
@@ -278,6 +285,17 @@ class TrainerConfig:
             "dp_threshold_share", self.dp_threshold_share, zero=False, one=False
         )
         object.__setattr__(self, "dp_threshold_share", share)
+        if self.dp_noise not in ("distributed", "central"):
+            raise ValueError(
+                f"dp_noise must be 'distributed' or 'central'; got {self.dp_noise!r}"
+            )
+        if self.dp_noise == "central" and not (
+            self.algorithm == "fedavg" and not self.secure and self.epsilon is not None
+        ):
+            raise ValueError(
+                "dp_noise='central' is the trusted-server baseline of FedAvg with model DP: "
+                "it needs algorithm='fedavg', an epsilon and secure=False"
+            )
         if self.dp is None:
             return
         if self.dp not in DP_SCOPES:

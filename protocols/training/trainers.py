@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dpquantile import BudgetExceededError, PrivacyBudget, ZCDPAccountant
+from dpquantile import ZCDP, BudgetExceededError, PrivacyBudget, ZCDPAccountant
 from protocols.aggregation.geometric_median import geometric_median, one_step_rfa
 from protocols.aggregation.secure_average import (
     AverageSettings,
@@ -401,6 +401,8 @@ class FederatedTrainer:
         weight_cap = 1.0 if settings.noise is not None else None
         if settings.noise is not None:
             alpha = np.ones_like(alpha)
+        if config.algorithm == "fedavg" and config.dp_noise == "central":
+            return self._central_gaussian(updates, seed, dropouts)
         if config.algorithm == "fedavg":
             result = secure_weighted_average(
                 updates,
@@ -481,6 +483,32 @@ class FederatedTrainer:
             budget=budget,
         )
         return _Aggregate(result.average, len(result.survivors), 1, 1)
+
+    def _central_gaussian(
+        self,
+        updates: NDArray[np.float64],
+        seed: int,
+        dropouts: dict[str, list[int]] | None,
+    ) -> _Aggregate:
+        """The central-DP baseline: exact sum of the clipped updates plus N(0, σ²) per
+        coordinate, σ = c/√(2ρ) (ρ = Δ²/2σ² with Δ = c, add/remove; BS16 Prop. 1.6)."""
+        plan, budget, clip = self.privacy, self.budget, self.config.clip
+        assert plan is not None and budget is not None and plan.average_rho is not None
+        assert clip is not None
+        gone = set() if dropouts is None else {i for v in dropouts.values() for i in v}
+        members = [i for i in range(updates.shape[0]) if i not in gone]
+        if len(members) < plan.survivors:
+            raise TooFewSurvivorsError(
+                f"only {len(members)} of the {plan.survivors} planned clients survived: "
+                "nothing released"
+            )
+        kept = updates[members]
+        norms = np.linalg.norm(kept, axis=1)
+        clipped = kept * np.minimum(1.0, clip / np.maximum(norms, 1e-300))[:, None]
+        budget.spend(ZCDP(plan.average_rho))  # before the noise is drawn
+        sigma = clip / math.sqrt(2.0 * plan.average_rho)
+        noise = np.random.default_rng(seed).normal(0.0, sigma, size=updates.shape[1])
+        return _Aggregate((clipped.sum(axis=0) + noise) / len(members), len(members), 1, 0)
 
     def _track(
         self,

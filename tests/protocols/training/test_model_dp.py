@@ -155,3 +155,18 @@ def test_no_dp_is_reported_as_no_dp(data: FederatedDataset) -> None:
     assert result.privacy is None and result.dp_covers == "nothing (no DP)"
     assert result.history[0].rho_spent is None
     assert not result.config.clip_is_public
+
+
+def test_the_central_gaussian_baseline_spends_the_same_plan(data: FederatedDataset) -> None:
+    config = dp(secure=False, dp_noise="central", rounds=3)
+    central = train(data, config)
+    distributed = train(data, config.with_changes(dp_noise="distributed"))
+    assert central.privacy is not None and distributed.privacy is not None
+    assert [e["event"] for e in central.privacy["ledger"]] == ["ZCDP"] * 3
+    share = central.privacy["plan"]["average_rho_per_average"]
+    assert all(e["rho"] == pytest.approx(share) for e in central.privacy["ledger"])
+    assert central.epsilon_spent == pytest.approx(distributed.epsilon_spent, rel=1e-6)
+    assert central.num_secure_sums == 0  # a trusted server: no secure sum at all
+    for wrong in ({"secure": True}, {"algorithm": "deltafl"}, {"epsilon": None, "dp": None}):
+        with pytest.raises(ValueError, match="central"):
+            config.with_changes(**wrong)
