@@ -19,7 +19,7 @@ from dpquantile import (
     sigma_for_rho,
     tail_factor,
 )
-from protocols.aggregation._rotation import padded_dimension
+from protocols.aggregation._rotation import padded_dimension, rotation_block
 from secagg import HeadroomError, Quantizer, required_bits
 
 # Float64 resolves the stochastic-rounding grid only while |x·scale| <= 2^52 (secagg.Quantizer).
@@ -98,9 +98,9 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
 ) -> QuantizationPlan:
     """The finest scale whose sum cannot wrap (secure_average_notes.md §1, §6).
 
-    Unrotated: n·max|q| + noise tail < 2^(b−1). Rotated (KLS21's flattening): each coordinate
-    of the rotated sum is within s·n·‖x‖·t/√D + n (rounding) of 0 except with probability
-    2^-40 over the public rotation, plus the noise tail.
+    Unrotated: n·max|q| + noise tail < 2^(b−1). Rotated (KLS21's flattening, blocks of B): each
+    coordinate of the rotated sum is within s·n·‖x‖·t/√B + n (rounding) of 0 except with
+    probability 2^-40 over the public rotation, plus the noise tail.
 
     Examples
     --------
@@ -117,7 +117,7 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
     wire = padded_dimension(dimension) if rotate else dimension
     # Rotated rows: |coordinate| ≤ ‖x‖₂, a clip that never binds; unrotated: B·c.
     clip = l2_norm if rotate else magnitude
-    spread = tail_factor(wire) / math.sqrt(wire) if rotate else 1.0
+    spread = tail_factor(wire) / math.sqrt(rotation_block(dimension)) if rotate else 1.0
 
     def signal_bound(scale: float) -> int:
         """|Σᵢ qᵢⱼ| for every coordinate j (except w.p. 2^-40 over the rotation)."""

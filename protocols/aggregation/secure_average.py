@@ -198,9 +198,9 @@ class AverageSettings:
         (:class:`secagg.ThreatModel`; the plain path fails exactly where that mode would).
     rotate
         KLS21's flattening: each quantised row is first rotated by a randomised Walsh–Hadamard
-        transform from the average's public seed (padded to a power of two D), which lets a
-        ring of b bits hold a √D/t finer grid (``secure_average_notes.md`` §6); the server
-        rotates the sum back. Quantised averages only.
+        transform from the average's public seed (blocks of B = 2^k coordinates, padding within
+        1/16), which lets a ring of b bits hold a √B/t finer grid (``secure_average_notes.md``
+        §6); the server rotates the sum back. Quantised averages only.
     rounding_beta
         KLS21's conditional rounding β in (0, 1): each client re-draws its stochastic rounding
         until the row's L2 norm meets the bound the noise is calibrated for (a smaller Δ₂ than

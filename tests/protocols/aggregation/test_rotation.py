@@ -34,6 +34,23 @@ def test_walsh_hadamard_is_orthonormal_and_its_own_inverse(x: np.ndarray) -> Non
     np.testing.assert_allclose(walsh_hadamard(y), x, atol=1e-9 * scale)
 
 
+def test_blockwise_rotation_is_orthonormal_and_keeps_padding_small() -> None:
+    rng = np.random.default_rng(9)
+    for dimension in (611, 10_001, 100_001, 7_851):
+        rotation = Rotation.from_seed(dimension, KeystreamRandom(1, label=b"b"))
+        assert rotation.padded - dimension <= dimension / 16 or rotation.padded <= 64
+        x = rng.standard_normal(dimension)
+        y = rotation.forward(x)
+        assert y.size == rotation.padded
+        assert np.linalg.norm(y) == pytest.approx(np.linalg.norm(x), rel=1e-12)
+        np.testing.assert_allclose(rotation.inverse(y), x, atol=1e-9)
+        # Flattened: a spike spreads evenly over its block, |y| = 1/√B everywhere in it.
+        spike = np.zeros(dimension)
+        spike[0] = 1.0
+        block = rotation.forward(spike)[: rotation.block]
+        np.testing.assert_allclose(np.abs(block), 1 / np.sqrt(rotation.block))
+
+
 def test_walsh_hadamard_known_answer_and_bad_length() -> None:
     # H₄ = ½[[1,1,1,1],[1,−1,1,−1],[1,1,−1,−1],[1,−1,−1,1]] (Sylvester order).
     np.testing.assert_allclose(walsh_hadamard(np.array([1.0, 2.0, 3.0, 4.0])), [5, -1, -2, 0])
@@ -45,7 +62,7 @@ def test_the_signs_come_from_the_public_seed() -> None:
     a = Rotation.from_seed(611, KeystreamRandom(5, label=b"t"))
     b = Rotation.from_seed(611, KeystreamRandom(5, label=b"t"))
     c = Rotation.from_seed(611, KeystreamRandom(6, label=b"t"))
-    assert a.padded == padded_dimension(611) == 1024
+    assert a.padded == padded_dimension(611) == 640 and a.block == 128  # 4.7 % padding
     assert np.array_equal(a.signs, b.signs) and not np.array_equal(a.signs, c.signs)
     assert set(np.unique(a.signs).tolist()) == {-1.0, 1.0}
 
