@@ -38,6 +38,19 @@ __all__ = ["register", "run"]
 
 DEFAULT_OUT = Path("secagg-dp-results")
 _DP_AUTO = "auto"
+# Defaults of the options that apply to some algorithms only (an option changed from its default
+# that applies to none of the chosen algorithms is refused, never silently ignored).
+_DEFAULTS: dict[str, Any] = {
+    "theta": 0.5,
+    "epsilon": 5.0,
+    "delta": 1e-5,
+    "bits": 32,
+    "threshold_method": "auto",
+    "model": "logreg",
+    "local_steps": 10,
+    "batch_size": 32,
+    "lr": 0.05,
+}
 _ALGORITHM_LABELS = {
     "fedavg": "FedAvg",
     "deltafl": "Δ-FL",
@@ -136,17 +149,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--rounds", type=int, default=100, help="communication rounds")
     parser.add_argument("--clients-per-round", type=int, default=10, help="clients m per round")
     parser.add_argument(
-        "--theta", type=_theta, default=0.5, help="Δ-FL tail fraction θ in (0, 1] (1 = FedAvg)"
+        "--theta",
+        type=_theta,
+        default=_DEFAULTS["theta"],
+        help="Δ-FL tail fraction θ in (0, 1] (1 = FedAvg)",
     )
     parser.add_argument(
         "--epsilon",
         type=positive_float,
-        default=5.0,
+        default=_DEFAULTS["epsilon"],
         help="the whole run's (ε, δ)-DP budget over every release --dp names (one budget, "
         "split before round 1; each release is paid before its noise is drawn)",
     )
     parser.add_argument(
-        "--delta", type=probability, default=1e-5, help="δ of the (ε, δ)-DP budget"
+        "--delta", type=probability, default=_DEFAULTS["delta"], help="δ of the (ε, δ)-DP budget"
     )
     parser.add_argument(
         "--dp",
@@ -165,15 +181,16 @@ def register(subparsers: Any) -> None:
         f"{DEFAULT_DP_CLIP:g}; without it the round's largest norm, a simulator convenience)",
     )
     parser.add_argument(
-        "--bits", type=int, default=32, help="ring size b of the secure averages (M = 2^b)"
+        "--bits",
+        type=int,
+        default=_DEFAULTS["bits"],
+        help="ring size b of the secure averages (M = 2^b)",
     )
-    parser.add_argument(
-        "--no-dp", action="store_true", help="no DP at all (same as --dp none)"
-    )
+    parser.add_argument("--no-dp", action="store_true", help="no DP at all (same as --dp none)")
     parser.add_argument(
         "--threshold-method",
         choices=THRESHOLD_METHODS,
-        default="auto",
+        default=_DEFAULTS["threshold_method"],
         help="Δ-FL's threshold: a (DP) hierarchical-histogram quantile each round, private "
         "quantile tracking (one noisy count per round, geometric update), or auto (tracking "
         "when the thresholds are private: measured closer to the exact quantile's p90)",
@@ -191,10 +208,14 @@ def register(subparsers: Any) -> None:
         help="aggregate through the secure sum (default) or in plain numpy (same up to "
         "quantisation, much faster)",
     )
-    parser.add_argument("--model", choices=MODELS, default="logreg")
-    parser.add_argument("--local-steps", type=int, default=10, help="local SGD steps τ")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=positive_float, default=0.05, help="local learning rate")
+    parser.add_argument("--model", choices=MODELS, default=_DEFAULTS["model"])
+    parser.add_argument(
+        "--local-steps", type=int, default=_DEFAULTS["local_steps"], help="local SGD steps τ"
+    )
+    parser.add_argument("--batch-size", type=int, default=_DEFAULTS["batch_size"])
+    parser.add_argument(
+        "--lr", type=positive_float, default=_DEFAULTS["lr"], help="local learning rate"
+    )
     parser.add_argument(
         "--dropout", type=float, default=0.0, help="probability a client drops out of a round"
     )
@@ -207,7 +228,49 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> None:
+    """An option set away from its default that no chosen algorithm uses is an error."""
+    changed = {name for name, default in _DEFAULTS.items() if getattr(args, name) != default}
+    chosen = set(algorithms)
+    trainers = chosen - set(_FEDPLUS) - set(_FFGB)
+    others = sorted(chosen - trainers)
+    if args.corruption is not None and others:
+        raise CommandError(
+            f"--corruption applies to fedavg, deltafl, rfa and rfa1 (RFA's corruption models), "
+            f"not to {', '.join(others)}: drop them or the corruption"
+        )
+    if "deltafl" not in chosen:
+        for name in sorted(changed & {"theta", "threshold_method"}):
+            raise CommandError(f"{_option(name)} applies to deltafl only; it is not chosen")
+    if not chosen - set(_FFGB):
+        for name in sorted(changed & {"model", "local_steps", "batch_size", "lr"}):
+            raise CommandError(
+                f"{_option(name)} does not apply to FFGB (it fits weak learners, not SGD on a "
+                "model)"
+            )
+    dp_requested = args.dp in ("model", "both") and not args.no_dp
+    if dp_requested and others:
+        raise CommandError(
+            f"--dp {args.dp}: DP for {', '.join(others)} is not done yet (no noisy release "
+            "there); drop them or use --dp none"
+        )
+    uses_dp = not args.no_dp and args.dp != "none" and (dp_requested or "deltafl" in chosen)
+    if not uses_dp:
+        for name in sorted(changed & {"epsilon", "delta"}):
+            raise CommandError(
+                f"{_option(name)} applies to no chosen algorithm: with --dp {args.dp} only "
+                "Δ-FL's thresholds are private (use --dp model for the model)"
+            )
+        if args.dp_clip is not None and not dp_requested:
+            raise CommandError("--dp-clip is the clip of model DP: use it with --dp model/both")
+
+
 def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]:
+    _refuse_inapplicable(args, algorithms)
     shared: dict[str, Any] = {
         "rounds": args.rounds,
         "clients_per_round": args.clients_per_round,

@@ -91,6 +91,12 @@ def test_broken_pipe_and_memory_are_handled_by_the_one_handler(
         (["sum", "--clients", "3", "--dim", "1000000000000", "--quiet"], "out of memory"),
         (["quantile", "--epsilon", "1e300", "--clients", "10", "--no-secure"], "smaller rho"),
         (["train", "--algo", "sgd"], "unknown --algo 'sgd'"),
+        (["train", "--algo", "ffgb", "--corruption", "gaussian:0.1"], "--corruption applies to"),
+        (["train", "--algo", "fedavg", "--theta", "0.3"], "--theta applies to deltafl only"),
+        (["train", "--algo", "ffgb-c", "--lr", "0.1"], "--lr does not apply to FFGB"),
+        (["train", "--algo", "fedavg", "--epsilon", "2"], "applies to no chosen algorithm"),
+        (["train", "--algo", "fedavg+", "--dp", "model"], "DP for fedavg+ is not done"),
+        (["train", "--algo", "fedavg", "--dp-clip", "1"], "--dp-clip is the clip of model DP"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_2(
