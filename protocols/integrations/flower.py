@@ -387,6 +387,9 @@ class RoundSummary:
     refused
         Whether the server withheld a noisy release with fewer clients than planned
         (``refuse_shortfall``); the round then leaves the model unchanged.
+    skipped
+        Why the round ran no secure sum at all (fewer sampled nodes than ``min_nodes``), or
+        ``None``.
 
     Examples
     --------
@@ -400,6 +403,7 @@ class RoundSummary:
     threshold: float | None = None
     events: tuple[DistributedDiscreteGaussian, ...] = ()
     refused: bool = False
+    skipped: str | None = None
 
 
 def _is_flower_dp_strategy(strategy: object) -> bool:
@@ -452,6 +456,10 @@ class SecureStrategy:
         exceeds ``quantile_rho`` / ``noise_rho`` — a warning is logged. With
         ``refuse_shortfall`` the server instead withholds the unmask phase, decodes nothing,
         and leaves the model unchanged for the round (``RoundSummary.refused``).
+    min_nodes
+        The fewest sampled nodes a round runs its secure sum with (≥ 3): a 2-party sum tells
+        each party the other's input, so a round that sampled fewer (a node that vanished, a
+        sampling race) is skipped with a warning and the model kept.
     seed
         Reproducible round nonces (tests). The clients' noise is theirs: seed it through
         :func:`make_protocols_mod`.
@@ -487,6 +495,7 @@ class SecureStrategy:
     quantile_rho: float | None = None
     noise_rho: float | None = None
     refuse_shortfall: bool = False
+    min_nodes: int = 3
     seed: int | None = None
     threat_model: str = "malicious"
     trust_store: TrustStore | None = None
@@ -516,6 +525,7 @@ class SecureStrategy:
             self.quantile_rho = check_positive("quantile_rho", self.quantile_rho)
         if self.noise_rho is not None:
             self.noise_rho = check_positive("noise_rho", self.noise_rho)
+        self.min_nodes = check_int("min_nodes", self.min_nodes, minimum=3)
         self.seed = check_seed(self.seed)
         if self.threat_model not in ("malicious", "semi-honest"):
             raise ValueError(
@@ -570,6 +580,14 @@ class SecureStrategy:
                 logger.warning("round %d: the strategy sampled no node", server_round)
                 continue
             nodes = sorted(m.metadata.dst_node_id for m in messages)
+            if len(nodes) < self.min_nodes:
+                reason = (
+                    f"{len(nodes)} node(s) sampled, fewer than min_nodes={self.min_nodes}: no "
+                    "secure sum (with 2 parties each learns the other's input); model kept"
+                )
+                logger.warning("round %d skipped: %s", server_round, reason)
+                self.history.append(RoundSummary(server_round, (), skipped=reason))
+                continue
             content = messages[0].content
             if any(m.content is not content and m.content != content for m in messages[1:]):
                 # run_secure_sum sends one content to every node: per-node contents would be lost.

@@ -439,3 +439,22 @@ def test_flowers_dp_wrappers_are_refused_not_silently_stripped(wrapper: str) -> 
     with pytest.raises(TypeError, match="noise_rho"):
         SecureStrategy(strategy=dp_strategy, threat_model="semi-honest")
     SecureStrategy(strategy=FedAvg(), threat_model="semi-honest", noise_rho=0.5)  # the way
+
+
+def test_a_round_with_fewer_nodes_than_min_nodes_runs_no_secure_sum(
+    loopback_grid: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Two sampled nodes: each would learn the other's input from the sum. The round is skipped.
+    rng = np.random.default_rng(3)
+    vectors = {n: rng.uniform(-1, 1, DIM) for n in (1, 2)}
+    grid = loopback_grid(strategy_apps(vectors, {1: 1.0, 2: 1.0}))
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=2, min_train_nodes=2), "mean", trust_store=grid.trust_store
+    )
+    with caplog.at_level(logging.WARNING):
+        result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    assert strategy.history[0].sums == () and strategy.history[0].skipped is not None
+    assert "min_nodes=3" in caplog.text
+    np.testing.assert_array_equal(result.arrays.to_numpy_ndarrays()[0], np.zeros(DIM))
+    with pytest.raises(ValueError, match="min_nodes"):
+        SecureStrategy(strategy=None, min_nodes=2)
