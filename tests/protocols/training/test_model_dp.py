@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpquantile import ZCDPAccountant, rho_for_epsilon
 from protocols.aggregation._rotation import padded_dimension
@@ -170,3 +172,39 @@ def test_the_central_gaussian_baseline_spends_the_same_plan(data: FederatedDatas
     for wrong in ({"secure": True}, {"algorithm": "deltafl"}, {"epsilon": None, "dp": None}):
         with pytest.raises(ValueError, match="central"):
             config.with_changes(**wrong)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    algorithm=st.sampled_from(["fedavg", "deltafl", "rfa", "rfa1"]),
+    dropout=st.sampled_from([0.0, 0.2, 0.5]),
+    rounds=st.integers(1, 3),
+    epsilon=st.sampled_from([0.5, 5.0, 40.0]),
+    scope=st.sampled_from(["model", "thresholds", "both"]),
+    seed=st.integers(0, 2**16),
+)
+def test_whatever_drops_a_run_never_spends_more_than_planned(
+    algorithm: str, dropout: float, rounds: int, epsilon: float, scope: str, seed: int
+) -> None:
+    if scope != "model" and algorithm != "deltafl":
+        scope = "model"
+    data = synthetic(1, 1, num_clients=12, num_test_clients=0, seed=seed % 7)
+    config = TrainerConfig(
+        algorithm=algorithm,  # type: ignore[arg-type]
+        rounds=rounds,
+        clients_per_round=8,
+        epsilon=epsilon,
+        dp=scope,  # type: ignore[arg-type]
+        dropout=dropout,
+        rfa_max_iterations=1,
+        secure=False,
+        seed=seed,
+    )
+    result = train(data, config)
+    assert result.privacy is not None and result.epsilon_spent is not None
+    plan = result.privacy["plan"]
+    assert result.epsilon_spent <= epsilon and result.rho_spent is not None
+    assert result.rho_spent <= plan["rho"] * (1 + 1e-9)
+    per_round = plan["averages_per_round"] + (1 if plan["threshold_rho_per_round"] else 0)
+    for index in range(rounds):
+        assert sum(1 for e in result.privacy["ledger"] if e["round"] == index) <= per_round
