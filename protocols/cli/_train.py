@@ -169,7 +169,8 @@ def register(subparsers: Any) -> None:
         choices=(_DP_AUTO, "none", *DP_SCOPES),
         default=_DP_AUTO,
         help="what ε covers: 'model' (every model average carries the clients' distributed "
-        "discrete Gaussian noise: user-level DP of the model, every algorithm), 'thresholds' "
+        "discrete Gaussian noise: user-level DP of the model; for Δ-FL with θ < 1 that needs a "
+        "private threshold too, so it runs 'both'), 'thresholds' "
         "(Δ-FL's loss quantiles only: the model has NO DP), 'both' (Δ-FL; others: model), "
         "'none'; 'auto' = Δ-FL's thresholds only, the other algorithms no DP",
     )
@@ -311,6 +312,8 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
     scope = "none" if args.no_dp else args.dp
     if scope == _DP_AUTO:
         scope = "thresholds" if thresholds else "none"
+    elif thresholds and scope == "model":
+        scope = "both"  # Δ-FL's model is DP only with a private threshold (TrainerConfig.dp)
     elif not thresholds and scope != "none":
         # FedAvg beside Δ-FL has no threshold to privatise: 'thresholds' leaves it without DP.
         scope = "model" if scope in ("model", "both") else "none"

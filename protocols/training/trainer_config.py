@@ -303,6 +303,13 @@ class TrainerConfig:
         if self.epsilon is None:
             raise ValueError(f"dp={self.dp!r} needs an epsilon (the run's budget)")
         has_thresholds = self.algorithm == "deltafl" and self.theta < 1.0
+        if self.dp == "model" and has_thresholds:
+            # The tail is every client with loss ≥ τ: with an exact τ, one client's loss moves τ
+            # and with it other clients in or out of the noisy average — unbounded sensitivity.
+            raise ValueError(
+                "dp='model' for Δ-FL with θ < 1 is not DP: the exact threshold decides which "
+                "other clients enter the noisy average; use dp='both' (the threshold private too)"
+            )
         if self.dp != "model" and not has_thresholds:
             raise ValueError(
                 f"dp={self.dp!r} privatises Δ-FL's loss thresholds; algorithm "

@@ -188,6 +188,8 @@ def test_whatever_drops_a_run_never_spends_more_than_planned(
 ) -> None:
     if scope != "model" and algorithm != "deltafl":
         scope = "model"
+    if scope == "model" and algorithm == "deltafl":
+        scope = "both"  # Δ-FL's model is DP only with a private threshold
     data = synthetic(1, 1, num_clients=12, num_test_clients=0, seed=seed % 7)
     config = TrainerConfig(
         algorithm=algorithm,  # type: ignore[arg-type]

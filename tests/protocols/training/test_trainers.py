@@ -46,6 +46,7 @@ def test_theta_outside_zero_one_is_a_value_error(theta: float) -> None:
         ({"algorithm": "rfa", "epsilon": 1.0, "dp": "thresholds"}, "thresholds"),
         ({"algorithm": "deltafl", "theta": 1.0, "epsilon": 1.0, "dp": "both"}, "thresholds"),
         ({"dp": "model"}, "needs an epsilon"),
+        ({"algorithm": "deltafl", "theta": 0.5, "epsilon": 1.0, "dp": "model"}, "not DP"),
         ({"epsilon": 1.0, "dp": "all"}, "dp must be one of"),
         ({"algorithm": "deltafl", "epsilon": 1.0, "dp_threshold_share": 1.0}, "share"),
         ({"algorithm": "deltafl", "epsilon": 0.0}, "epsilon"),
