@@ -782,6 +782,17 @@ def _run(
         # Charged before any row (and so any noise) exists; withheld below the planned survivors.
         budget.spend(plan.mechanism.worst_case_event(n))
 
+    def plain_total(members: NDArray[np.intp]) -> NDArray[np.float64]:
+        return _plain_total(
+            clients,
+            members,
+            plan=plan,
+            bounds=bounds,
+            root=root,
+            dimension=dimension,
+            rotation=rotation,
+        )
+
     sum_result: SecureSumResult | None = None
     if session is not None:
         ring_inputs = None
@@ -797,15 +808,7 @@ def _run(
         if sum_result is not None:
             total = sum_result.centered().astype(np.float64)
         else:
-            total = _plain_total(
-                clients,
-                members,
-                plan=plan,
-                bounds=bounds,
-                root=root,
-                dimension=dimension,
-                rotation=rotation,
-            )
+            total = plain_total(members)
     elif secure:
         assert plan is not None
         sum_result = secure_sum(
@@ -827,15 +830,7 @@ def _run(
                 f"only {members.size} of the {planned_survivors} planned clients survived: "
                 "nothing released (a budgeted release is withheld below its plan)"
             )
-        total = _plain_total(
-            clients,
-            members,
-            plan=plan,
-            bounds=bounds,
-            root=root,
-            dimension=dimension,
-            rotation=rotation,
-        )
+        total = plain_total(members)
 
     survivors = tuple(sorted(int(c) for c in members))
     dropped = tuple(sorted(set(range(n_all)) - set(survivors)))
