@@ -42,7 +42,8 @@ class QuantizationPlan:
         |noise in the sum of all n clients| ≤ noise_bound except with probability 2^-40
         (``mechanism.tail_bound(n)``; 0 without noise).
     wire_dimension
-        Coordinates on the wire: the row's d + 1 + k, or its power-of-two padding D when rotated.
+        Coordinates on the wire: the row's d + 1 + k, or when rotated that padded to a multiple
+        of its rotation block (``_rotation.padded_dimension``).
     rotate
         Whether each row is flattened by the randomised Walsh–Hadamard rotation (KLS21 §4).
     rounding_bound
@@ -130,7 +131,7 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
     candidates = []
     if budget // n >= 1:  # the worst case: n·⌈clip·s⌉ ≤ budget
         candidates.append(_scale_for(clip, min(budget // n, int(_MAX_SCALED))))
-    if rotate and budget > n:  # the flattened bound: ⌈n·‖x‖·s·t/√D⌉ + n ≤ budget
+    if rotate and budget > n:  # the flattened bound: ⌈n·‖x‖·s·t/√B⌉ + n ≤ budget
         candidates.append(min((budget - n) / (n * l2_norm * spread), _MAX_SCALED / clip))
     if not candidates:
         minimum_bits = required_bits(n, 1)

@@ -237,6 +237,13 @@ class AverageSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.rotate, bool):
             raise TypeError(f"rotate must be a bool; got {type(self.rotate).__name__}")
+        if self.rotate and self.max_effective_weight is not None:
+            # Rotated back, the weight coordinate carries a mix of every rounding error of its
+            # block; the certificate's bound (secure_average_notes.md §3) is derived unrotated.
+            raise ValueError(
+                "max_effective_weight's certificate is derived for unrotated rows: "
+                "use rotate=False with it"
+            )
         if self.rounding_beta is not None:
             object.__setattr__(
                 self,

@@ -188,3 +188,8 @@ def test_a_rotated_session_keeps_one_key_setup() -> None:
     assert result.num_secure_averages == 4
     plain = geometric_median(points, secure=False, max_iterations=3, ftol=0.0)
     np.testing.assert_allclose(result.median, plain.median, atol=1e-6)
+
+
+def test_the_effective_weight_certificate_is_not_claimed_for_rotated_rows() -> None:
+    with pytest.raises(ValueError, match="unrotated"):
+        AverageSettings(clip=1.0, rotate=True, max_effective_weight=0.5)
