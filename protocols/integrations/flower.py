@@ -37,10 +37,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpquantile import (
+    BudgetExceededError,
     DistributedDiscreteGaussian,
     DistributedDiscreteGaussianMechanism,
     FastDiscreteGaussian,
     HistogramTree,
+    PrivacyBudget,
     quantile_mechanism,
     quantile_scale,
 )
@@ -456,6 +458,13 @@ class SecureStrategy:
         exceeds ``quantile_rho`` / ``noise_rho`` — a warning is logged. With
         ``refuse_shortfall`` the server instead withholds the unmask phase, decodes nothing,
         and leaves the model unchanged for the round (``RoundSummary.refused``).
+    budget
+        A :class:`~dpquantile.PrivacyBudget` for the whole run: every noisy release (histogram,
+        noisy average) spends its worst-case event before its noise is drawn, and is withheld
+        below the nodes it was planned for (``refuse_shortfall`` is then on). The first release
+        it cannot pay ends the run before that round's noise (``RoundSummary.skipped`` says
+        so). With both a DP quantile and noisy averages it must be stated for replace-one
+        neighbours (``PrivacyBudget(..., neighbouring="replace_one")``).
     min_nodes
         The fewest sampled nodes a round runs its secure sum with (≥ 3): a 2-party sum tells
         each party the other's input, so a round that sampled fewer (a node that vanished, a
@@ -495,6 +504,7 @@ class SecureStrategy:
     quantile_rho: float | None = None
     noise_rho: float | None = None
     refuse_shortfall: bool = False
+    budget: PrivacyBudget | None = None
     min_nodes: int = 3
     seed: int | None = None
     threat_model: str = "malicious"
@@ -526,6 +536,19 @@ class SecureStrategy:
         if self.noise_rho is not None:
             self.noise_rho = check_positive("noise_rho", self.noise_rho)
         self.min_nodes = check_int("min_nodes", self.min_nodes, minimum=3)
+        if self.budget is not None:
+            if not isinstance(self.budget, PrivacyBudget):
+                raise TypeError(f"budget must be a PrivacyBudget; got {type(self.budget).__name__}")
+            quantile = self.aggregation == "superquantile" and self.quantile_rho is not None
+            noisy_mean = self.aggregation != "geometric_median" and self.noise_rho is not None
+            if not (quantile or noisy_mean):
+                raise ValueError("a budget pays for noise: this strategy releases none (no DP)")
+            if quantile and noisy_mean and self.budget.neighbouring != "replace_one":
+                raise ValueError(
+                    "the DP quantile is replace-one and the noisy averages add/remove: one budget "
+                    'for both must be PrivacyBudget(..., neighbouring="replace_one")'
+                )
+            self.refuse_shortfall = True  # a paid release is never delivered below its plan
         self.seed = check_seed(self.seed)
         if self.threat_model not in ("malicious", "semi-honest"):
             raise ValueError(
@@ -595,12 +618,18 @@ class SecureStrategy:
                     f"round {server_round}: the strategy's configure_train built different "
                     "contents for different nodes; SecureStrategy sends every node the same"
                 )
-            if self.aggregation == "mean":
-                arrays = self._mean_round(grid, server_round, content, nodes, arrays)
-            elif self.aggregation == "geometric_median":
-                arrays = self._median_round(grid, server_round, content, nodes, arrays)
-            else:
-                arrays = self._superquantile_round(grid, server_round, content, nodes, arrays)
+            try:
+                if self.aggregation == "mean":
+                    arrays = self._mean_round(grid, server_round, content, nodes, arrays)
+                elif self.aggregation == "geometric_median":
+                    arrays = self._median_round(grid, server_round, content, nodes, arrays)
+                else:
+                    arrays = self._superquantile_round(grid, server_round, content, nodes, arrays)
+            except BudgetExceededError as error:
+                reason = f"privacy budget exhausted before this round's noise: {error}"
+                logger.warning("round %d: %s; the run ends", server_round, reason)
+                self.history.append(RoundSummary(server_round, (), skipped=reason))
+                break
             result.arrays = arrays
             if (
                 evaluate_fn is not None
@@ -608,6 +637,11 @@ class SecureStrategy:
             ):
                 result.evaluate_metrics_serverapp[server_round] = metrics
         return result
+
+    def _pay(self, mechanism: DistributedDiscreteGaussianMechanism, nodes: int) -> None:
+        """Spend a release's worst case from the run's budget before any node draws noise."""
+        if self.budget is not None:
+            self.budget.spend(mechanism.worst_case_event(nodes))
 
     def _sum(
         self, grid: Grid, content: RecordDict, nodes: list[int], **kwargs: Any
@@ -811,6 +845,8 @@ class SecureStrategy:
             "sigma": sigma,
             "scale": scale,
         }
+        if histogram_noise is not None:
+            self._pay(histogram_noise, len(nodes))
         histogram = self._noisy_sum(
             grid,
             _call_body(content, 0, histogram_plan),
@@ -905,6 +941,7 @@ class SecureStrategy:
             fields.update({"noise-sigma": sigma, "scale": scale})
             clip = 1.0 + _one_client_clip(plan.mechanism) / scale
             encoding = SumEncoding(clip=clip, scale=scale, weight_key=None)
+            self._pay(plan.mechanism, len(nodes))
         what = f"round {server_round}: secure average {index}"
         outcome = self._noisy_sum(
             grid,

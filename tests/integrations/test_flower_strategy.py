@@ -458,3 +458,43 @@ def test_a_round_with_fewer_nodes_than_min_nodes_runs_no_secure_sum(
     np.testing.assert_array_equal(result.arrays.to_numpy_ndarrays()[0], np.zeros(DIM))
     with pytest.raises(ValueError, match="min_nodes"):
         SecureStrategy(strategy=None, min_nodes=2)
+
+
+def test_a_run_budget_pays_every_noisy_release_and_ends_the_run_when_spent(
+    loopback_grid: Any,
+) -> None:
+    from dpquantile import ZCDP, PrivacyBudget, ZCDPAccountant  # noqa: PLC0415
+
+    rng = np.random.default_rng(5)
+    nodes = list(range(1, 5))
+    vectors = {node: rng.uniform(-1, 1, DIM) for node in nodes}
+    grid = loopback_grid(strategy_apps(vectors, dict.fromkeys(nodes, 1.0)))
+    # Two releases of ρ ≤ 1 fit in what ρ = 2.5 certifies, a third (ρ ≈ 3) does not.
+    limit = ZCDPAccountant().compose(ZCDP(2.5)).epsilon(1e-5)
+    budget = PrivacyBudget(epsilon=limit, delta=1e-5)
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=4),
+        "mean",
+        clip=2.0,
+        weight_cap=1.0,
+        noise_rho=1.0,
+        modulus_bits=64,
+        budget=budget,
+        trust_store=grid.trust_store,
+        threat_model="malicious",
+    )
+    assert strategy.refuse_shortfall  # a paid release is never delivered below its plan
+    strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=3)
+    assert len(budget.ledger) == 2 and budget.spent() <= limit
+    assert [len(r.sums) for r in strategy.history] == [1, 1, 0]
+    assert strategy.history[2].skipped is not None and "budget" in strategy.history[2].skipped
+    with pytest.raises(ValueError, match="no DP"):
+        SecureStrategy(strategy=None, budget=PrivacyBudget(rho=1.0))
+    with pytest.raises(ValueError, match="replace_one"):
+        SecureStrategy(
+            strategy=None,
+            aggregation="superquantile",
+            quantile_rho=1.0,
+            noise_rho=1.0,
+            budget=PrivacyBudget(rho=1.0),
+        )
