@@ -300,3 +300,21 @@ def test_fast_sampler_rounds_sigma_squared_up_only_when_it_must() -> None:
     sampler = FastDiscreteGaussian(1234.567)
     exact = Fraction(1234.567) ** 2
     assert exact <= sampler.sampled_sigma_squared <= exact * (1 + Fraction(1, 2**52))
+
+
+@pytest.mark.parametrize("sigma", [4409.7, 1.1e6, float(MAX_FAST_SIGMA) - 1.0])
+def test_the_fast_sampler_at_the_sigmas_the_noisy_averages_run_at(sigma: float) -> None:
+    # The model-DP averages plan σ up to the fast sampler's limit 2^25 (grid units). At these σ
+    # the requested law's bin masses are the normal CDF's to ~exp(−2π²σ²) (Poisson summation),
+    # so 64 equiprobable bins give an exact χ² test; and the sample variance must be σ² within
+    # its own 5·SE (N = 50 000: SE of s²/σ² is √(2/N) ≈ 0.0063). Error rate < ALPHA + 1e-6.
+    draws = FastDiscreteGaussian(sigma).sample(QUICK_N, rng=KeystreamRandom(seed=99))
+    edges = np.round(stats.norm.ppf(np.linspace(0, 1, 65)[1:-1]) * sigma)
+    counts = np.bincount(np.searchsorted(edges, draws, side="right"), minlength=64)
+    cuts = np.concatenate([[-np.inf], (edges - 0.5) / sigma, [np.inf]])
+    probabilities = np.diff(stats.norm.cdf(cuts))
+    expected = probabilities * QUICK_N
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert stats.chi2.sf(chi2, 63) >= ALPHA
+    ratio = float(np.var(draws.astype(np.float64))) / sigma**2
+    assert abs(ratio - 1.0) <= 5 * math.sqrt(2.0 / QUICK_N)
