@@ -354,8 +354,9 @@ class AverageResult:
         Clients dropped before the protocol because their vector or weight was not finite.
     certified_max_effective_weight
         What the *server* can certify from public quantities: every client clipped its weight to
-        the public cap B, so maxᵢ βᵢ/Σβ ≤ B / Σβ with Σβ the released weight sum (with noise,
-        Σβ is first lowered by its 2^-40 noise tail). The server never sees βᵢ.
+        the public cap B, so maxᵢ βᵢ/Σβ ≤ B / Σβ with Σβ the released weight sum, first lowered
+        by its rounding (< 1 grid unit per survivor) and, with noise, its 2^-40 noise tail. The
+        server never sees βᵢ.
     true_max_effective_weight
         SIMULATOR ONLY: the exact maxᵢ βᵢ/Σβ over the survivors, computed from the (clipped)
         weights that only the in-process simulation knows. Never available to a real server.
@@ -860,6 +861,9 @@ def _run(
     event: DistributedDiscreteGaussian | None = None
     planned_rho: float | None = None
     weight_lower = weight_sum
+    if plan is not None:
+        # Each survivor's stochastic rounding moved its weight coordinate by < 1 grid unit.
+        weight_lower -= len(survivors) / (plan.quantizer.scale * auxiliary)
     if plan is not None and plan.mechanism is not None:
         mechanism, survived = plan.mechanism, len(survivors)
         event = mechanism.event(survived)
@@ -875,7 +879,7 @@ def _run(
             )
         # The weight coordinate's noise is within this many grid units except w.p. 2^-40.
         weight_noise = mechanism.tail_bound(survived)
-        weight_lower = weight_sum - weight_noise / (plan.quantizer.scale * auxiliary)
+        weight_lower -= weight_noise / (plan.quantizer.scale * auxiliary)
     certified = 1.0 if weight_lower <= 0 else min(1.0, clients.weight_cap / weight_lower)
     true_weights = clients.weights[list(survivors)]
     true_total = float(true_weights.sum())

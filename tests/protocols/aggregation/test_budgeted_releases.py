@@ -199,3 +199,21 @@ def test_deltafl_round_pays_quantile_and_tail_from_one_replace_one_budget() -> N
             seed=1,
             budget=PrivacyBudget(rho=1.0),
         )
+
+
+@pytest.mark.parametrize("bits", [10, 12, 16])
+def test_the_effective_weight_certificate_holds_on_coarse_grids(bits: int) -> None:
+    # At few bits the weight coordinate's rounding is a visible share of the released weight
+    # sum: the certificate subtracts it, so it never falls below the true largest share.
+    rng = np.random.default_rng(bits)
+    for seed in range(40):
+        weights = rng.uniform(0.0, 1.0, 8)
+        result = secure_weighted_average(
+            VECTORS,
+            weights,
+            settings=AverageSettings(clip=4.0, bits=bits, quantize=True),
+            weight_cap=1.0,
+            seed=seed,
+            secure=False,
+        )
+        assert result.certified_max_effective_weight >= result.true_max_effective_weight
