@@ -151,6 +151,21 @@ def _weighted_release(
     return average, weight_sum
 
 
+def _update_of(message: Message, reply_arrays: ArrayRecord) -> NDArray[np.float64]:
+    """The client's update: its reply (a full model, Flower's convention) minus the global
+    model the server sent in the train message (no sent model: the reply is the update)."""
+    reply = flatten_arrays(reply_arrays)[0]
+    sent = list(message.content.array_records.values())
+    if not sent:
+        return reply
+    broadcast = flatten_arrays(sent[0])[0]
+    if broadcast.shape != reply.shape:
+        raise ValueError(
+            f"the train reply has {reply.size} parameters, the global model {broadcast.size}"
+        )
+    return reply - broadcast
+
+
 def _weiszfeld_encoder(
     message: Message, context: Context, call_next: ClientAppCallable
 ) -> NDArray[np.float64]:
@@ -170,7 +185,7 @@ def _weiszfeld_encoder(
         records = list(reply.content.array_records.values())
         if len(records) != 1:
             raise ValueError("the train reply must hold exactly one ArrayRecord")
-        vector = _l2_clip(flatten_arrays(records[0])[0], clip)
+        vector = _l2_clip(_update_of(message, records[0]), clip)
         alpha = 1.0
         if weight_key:
             found = [
@@ -242,7 +257,7 @@ def _trained_update(
         records = list(reply.content.array_records.values())
         if len(records) != 1:
             raise ValueError("the train reply must hold exactly one ArrayRecord")
-        vector = _l2_clip(flatten_arrays(records[0])[0], clip)
+        vector = _l2_clip(_update_of(message, records[0]), clip)
         metrics: dict[str, float] = {}
         for record in reply.content.metric_records.values():
             metrics.update({k: float(str(v)) for k, v in record.items()})
@@ -709,7 +724,7 @@ class SecureStrategy:
             )
             if not weight_sum > 0:
                 raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
-            return unflatten_arrays(average, shapes, arrays)
+            return unflatten_arrays(flat + average, shapes, arrays)  # global + mean update
         encoding = SumEncoding(
             clip=self.clip, weight_key=self.weight_key or None, weight_cap=self.weight_cap
         )
@@ -804,7 +819,8 @@ class SecureStrategy:
         self.history.append(
             RoundSummary(server_round, tuple(sums), WeiszfeldRule.objectives(driver.transcript))
         )
-        return unflatten_arrays(driver.transcript[-1].average, shapes, arrays)
+        # The geometric median of the clipped updates, applied to the global model.
+        return unflatten_arrays(flat + driver.transcript[-1].average, shapes, arrays)
 
     def _superquantile_round(
         self,
@@ -903,7 +919,7 @@ class SecureStrategy:
         if not weight_sum > 0:
             logger.warning("round %d: no client at or above τ = %.4g", server_round, threshold)
             return arrays
-        return unflatten_arrays(average, shapes, arrays)
+        return unflatten_arrays(flat + average, shapes, arrays)  # global + the tail's update
 
     def _weighted_call(
         self,

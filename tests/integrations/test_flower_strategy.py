@@ -20,7 +20,7 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp.strategy import FedAvg
 
 from dpquantile import ComposedEvent, FastDiscreteGaussian, HistogramTree, dp_quantile
-from protocols.aggregation import geometric_median
+from protocols.aggregation import AverageSettings, geometric_median
 from protocols.integrations.flower import SecureStrategy, make_protocols_mod
 from secagg import generate_identities
 from secagg.integrations.flower import RECORD_KEY
@@ -498,3 +498,59 @@ def test_a_run_budget_pays_every_noisy_release_and_ends_the_run_when_spent(
             noise_rho=1.0,
             budget=PrivacyBudget(rho=1.0),
         )
+
+
+def test_clients_replying_full_models_have_their_update_clipped_not_their_model(
+    loopback_grid: Any,
+) -> None:
+    # Flower clients reply with the trained model. The secure aggregations clip and aggregate
+    # the update (reply − the global model sent), and apply the aggregate to the global model:
+    # a large model far from zero is not clipped to ‖·‖ ≤ clip.
+    rng = np.random.default_rng(6)
+    nodes = list(range(1, 6))
+    updates = {node: rng.uniform(-0.5, 0.5, DIM) for node in nodes}
+    keys, trust_store = generate_identities(range(1, len(nodes) + 1), seed=3)
+    apps = Apps()
+    apps.trust_store = trust_store
+    for position, node in enumerate(nodes):
+        mod = make_protocols_mod(seed=3, identity=keys[position + 1], trust_store=trust_store)
+        app = ClientApp(mods=[mod])
+
+        def train(message: Message, context: Context, node: int = node) -> Message:
+            sent = next(iter(message.content.array_records.values())).to_numpy_ndarrays()[0]
+            content = RecordDict(
+                {
+                    "arrays": ArrayRecord([sent + updates[node]]),
+                    "metrics": MetricRecord({"num-examples": 1.0, "loss": 0.0}),
+                }
+            )
+            return Message(content, reply_to=message)
+
+        app.train()(train)
+        apps[node] = app
+    grid = loopback_grid(apps)
+    start = np.full(DIM, 50.0)  # ‖model‖ ≈ 122, far above the clip
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=5),
+        "geometric_median",
+        clip=10.0,
+        weight_cap=1.0,
+        weight_key="",
+        trust_store=trust_store,
+        max_iterations=3,
+        ftol=0.0,
+        modulus_bits=64,  # Weiszfeld weights reach α/ν: 32 bits leave ~1e-3 errors
+    )
+    result = strategy.start(grid, ArrayRecord([start]), num_rounds=1)
+    assert len(strategy.history[0].sums) == 4 and len(strategy.history[0].sums[0].survivors) == 5
+    expected = (
+        start
+        + geometric_median(
+            np.stack([updates[n] for n in nodes]),
+            secure=False,
+            max_iterations=3,
+            ftol=0.0,
+            settings=AverageSettings(bits=64, clip=10.0),
+        ).median
+    )
+    np.testing.assert_allclose(result.arrays.to_numpy_ndarrays()[0], expected, atol=1e-4)
