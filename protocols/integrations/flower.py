@@ -589,18 +589,24 @@ class SecureStrategy:
     def _seed(self, *labels: int) -> int | None:
         return None if self.seed is None else hash((self.seed, *labels)) & (2**63 - 1)
 
-    def start(
+    def start(  # noqa: PLR0917 (Flower's Strategy.start signature, positional as there)
         self,
         grid: Grid,
         initial_arrays: ArrayRecord,
         num_rounds: int = 3,
+        timeout: float = 3600,
         train_config: ConfigRecord | None = None,
+        evaluate_config: ConfigRecord | None = None,
         evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None,
     ) -> Any:
         """Run ``num_rounds`` rounds; return Flower's ``Result`` (final arrays, metrics).
 
-        Each round the wrapped strategy's ``configure_train`` picks the nodes and the train
-        content; the secure aggregation replaces ``aggregate_train``.
+        The signature is Flower's ``Strategy.start``. Each round the wrapped strategy's
+        ``configure_train`` picks the nodes and the train content; the secure aggregation
+        replaces ``aggregate_train``. Federated evaluation is the wrapped strategy's own
+        (``configure_evaluate`` and ``aggregate_evaluate``, replies awaited for ``timeout``
+        seconds; the metrics land in ``Result.evaluate_metrics_clientapp``); the secure sums'
+        phases use ``phase_timeout``.
         """
         from flwr.app import ConfigRecord  # noqa: PLC0415
         from flwr.serverapp.strategy import Result  # noqa: PLC0415
@@ -646,12 +652,51 @@ class SecureStrategy:
                 self.history.append(RoundSummary(server_round, (), skipped=reason))
                 break
             result.arrays = arrays
+            self._evaluate(
+                grid,
+                server_round,
+                arrays,
+                evaluate_config=evaluate_config,
+                timeout=timeout,
+                result=result,
+            )
             if (
                 evaluate_fn is not None
                 and (metrics := evaluate_fn(server_round, arrays)) is not None
             ):
                 result.evaluate_metrics_serverapp[server_round] = metrics
         return result
+
+    def _evaluate(
+        self,
+        grid: Grid,
+        server_round: int,
+        arrays: ArrayRecord,
+        *,
+        evaluate_config: ConfigRecord | None,
+        timeout: float,
+        result: Any,
+    ) -> None:
+        """The wrapped strategy's federated evaluation of the new global model (plain
+        messages: the nodes' own metrics, nothing secret to sum)."""
+        from flwr.app import ConfigRecord  # noqa: PLC0415
+
+        assert self.strategy is not None
+        config = ConfigRecord(dict(evaluate_config or {}))
+        messages = list(self.strategy.configure_evaluate(server_round, arrays, config, grid))
+        if not messages:
+            return
+        replies = list(grid.send_and_receive(messages, timeout=timeout))
+        metrics = self.strategy.aggregate_evaluate(server_round, replies)
+        logger.info(
+            "round %d: federated evaluation on %d of %d nodes: %s",
+            server_round,
+            sum(not r.has_error() for r in replies),
+            len(messages),
+            metrics,
+        )
+        if metrics is not None:
+            result.evaluate_metrics_clientapp[server_round] = metrics
 
     def _pay(self, mechanism: DistributedDiscreteGaussianMechanism, nodes: int) -> None:
         """Spend a release's worst case from the run's budget before any node draws noise."""

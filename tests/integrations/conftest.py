@@ -28,7 +28,7 @@ def loopback_grid(monkeypatch: pytest.MonkeyPatch) -> type:
     a deep copy, so no object is shared between server and client.
     """
     pytest.importorskip("flwr", reason="the Flower integration needs flwr (extra 'flower')")
-    from flwr.app import Context, Message, RecordDict
+    from flwr.app import Context, Error, Message, RecordDict
     from flwr.serverapp import Grid
     from flwr.supercore.task_identity import TaskIdentity
 
@@ -101,7 +101,10 @@ def loopback_grid(monkeypatch: pytest.MonkeyPatch) -> type:
                 delivered = copy.deepcopy(message)
                 if self.tamper is not None:
                     delivered = self.tamper(delivered)
-                reply = self.apps[node](delivered, self.contexts[node])
+                try:
+                    reply = self.apps[node](delivered, self.contexts[node])
+                except Exception as error:  # a SuperNode replies with an error message
+                    reply = Message(error=Error(code=0, reason=str(error)), reply_to=delivered)
                 assert isinstance(reply, Message)
                 self.replies.append(reply)
                 replies.append(copy.deepcopy(reply))

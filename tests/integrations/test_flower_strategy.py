@@ -322,9 +322,10 @@ def test_refuse_shortfall_withholds_the_unmask_phase(loopback_grid: Any) -> None
     assert summary.refused and summary.sums == () and summary.events == ()
     assert summary.threshold is None
     np.testing.assert_array_equal(arrays, np.zeros(DIM))  # no Δ-FL step this round
-    stages = [str(m.content.config_records[RECORD_KEY]["stage"]) for m in grid.sent]
+    sums = [m for m in grid.sent if RECORD_KEY in m.content.config_records]  # not evaluation
+    stages = [str(m.content.config_records[RECORD_KEY]["stage"]) for m in sums]
     assert "masked_input" in stages and "unmask" not in stages  # nothing was unmasked
-    assert {m.metadata.group_id for m in grid.sent} == {"1.0"}  # no τ went out
+    assert {m.metadata.group_id for m in sums} == {"1.0"}  # no τ went out
 
 
 def test_refuse_shortfall_releases_a_full_round(loopback_grid: Any) -> None:
@@ -554,3 +555,32 @@ def test_clients_replying_full_models_have_their_update_clipped_not_their_model(
         ).median
     )
     np.testing.assert_allclose(result.arrays.to_numpy_ndarrays()[0], expected, atol=1e-4)
+
+
+def test_federated_evaluation_is_the_wrapped_strategys_own(loopback_grid: Any) -> None:
+    # Flower's FedAvg evaluates the new global model on the nodes after every round; the
+    # SecureStrategy passes that through (configure_evaluate → replies → aggregate_evaluate).
+    rng = np.random.default_rng(8)
+    nodes = list(range(1, 5))
+    apps = strategy_apps({n: rng.uniform(-1, 1, DIM) for n in nodes}, dict.fromkeys(nodes, 1.0))
+    evaluated: list[int] = []
+    for node, app in apps.items():
+
+        def evaluate(message: Message, context: Context, node: int = node) -> Message:
+            evaluated.append(node)
+            metrics = MetricRecord({"eval_loss": float(node), "num-examples": 1.0})
+            return Message(RecordDict({"metrics": metrics}), reply_to=message)
+
+        app.evaluate()(evaluate)
+    grid = loopback_grid(apps)
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=4),
+        "mean",
+        clip=2.0,
+        weight_cap=1.0,
+        trust_store=grid.trust_store,
+    )
+    result = strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=2, timeout=30.0)
+    assert sorted(evaluated) == sorted(nodes * 2)
+    assert set(result.evaluate_metrics_clientapp) == {1, 2}
+    assert result.evaluate_metrics_clientapp[1]["eval_loss"] == pytest.approx(2.5)

@@ -129,9 +129,10 @@ def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord
     record.partitions = ask_partitions(grid, nodes, settings.timeout)
     partitions = range(max(record.partitions.values(), default=0) + 1)
     strategy = SecureStrategy(
-        FedAvg(min_available_nodes=settings.min_nodes),
+        # The app evaluates centrally (evaluate_fn): no federated evaluation round.
+        FedAvg(min_available_nodes=settings.min_nodes, fraction_evaluate=0.0),
         settings.aggregation,
-        clip=settings.clip * 4,  # an L2 clip for the whole model
+        clip=settings.clip * 4,  # an L2 clip of each node's whole update
         weight_cap=settings.weight_cap,
         neighbors=settings.neighbors,
         threshold=settings.threshold,
