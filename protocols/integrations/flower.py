@@ -53,7 +53,7 @@ from protocols.aggregation import (
     WeiszfeldRule,
 )
 from protocols.aggregation._quantization import plan_quantization
-from secagg import KeystreamRandom, TooFewSurvivorsError, TrustStore
+from secagg import KeystreamRandom, Phase, TooFewSurvivorsError, TrustStore
 from secagg.integrations.flower import (
     ClientAppCallable,
     GridSession,
@@ -525,6 +525,7 @@ class SecureStrategy:
     threat_model: str = "malicious"
     trust_store: TrustStore | None = None
     history: list[RoundSummary] = field(default_factory=list)
+    _unresponsive: set[int] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
@@ -586,6 +587,19 @@ class SecureStrategy:
                 "`secagg-dp keys` writes them), or threat_model='semi-honest'"
             )
 
+    def _silent_in(self, server_round: int) -> set[int]:
+        """Nodes that never answered the first phase of a sum of ``server_round``."""
+        silent: set[int] = set()
+        for summary in self.history:
+            if summary.server_round == server_round:
+                for outcome in summary.sums:
+                    silent.update(
+                        node
+                        for node, phase in outcome.dropped.items()
+                        if phase == Phase.ADVERTISE_KEYS.value
+                    )
+        return silent
+
     def _seed(self, *labels: int) -> int | None:
         return None if self.seed is None else hash((self.seed, *labels)) & (2**63 - 1)
 
@@ -623,6 +637,17 @@ class SecureStrategy:
             if not messages:
                 logger.warning("round %d: the strategy sampled no node", server_round)
                 continue
+            # A node that did not answer the previous round's first phase is left out once
+            # (a dead node would make every phase of this round wait for its timeout).
+            skipped_nodes = self._unresponsive
+            messages = [m for m in messages if m.metadata.dst_node_id not in skipped_nodes]
+            if skipped_nodes:
+                logger.info(
+                    "round %d: leaving out %d node(s) silent in the last round: %s",
+                    server_round,
+                    len(skipped_nodes),
+                    sorted(skipped_nodes),
+                )
             nodes = sorted(m.metadata.dst_node_id for m in messages)
             if len(nodes) < self.min_nodes:
                 reason = (
@@ -652,6 +677,7 @@ class SecureStrategy:
                 self.history.append(RoundSummary(server_round, (), skipped=reason))
                 break
             result.arrays = arrays
+            self._unresponsive = self._silent_in(server_round)
             self._evaluate(
                 grid,
                 server_round,

@@ -584,3 +584,26 @@ def test_federated_evaluation_is_the_wrapped_strategys_own(loopback_grid: Any) -
     assert sorted(evaluated) == sorted(nodes * 2)
     assert set(result.evaluate_metrics_clientapp) == {1, 2}
     assert result.evaluate_metrics_clientapp[1]["eval_loss"] == pytest.approx(2.5)
+
+
+def test_a_node_silent_in_one_round_is_left_out_of_the_next(loopback_grid: Any) -> None:
+    # Node 5 vanished before advertising its keys in round 1; round 2 does not invite it (its
+    # phases would each wait for the timeout), and both rounds still run their secure sum.
+    rng = np.random.default_rng(9)
+    nodes = list(range(1, 6))
+    grid = loopback_grid(
+        strategy_apps({n: rng.uniform(-1, 1, DIM) for n in nodes}, dict.fromkeys(nodes, 1.0)),
+        silent={5: "advertise_keys"},
+    )
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=5, fraction_evaluate=0.0),
+        "mean",
+        clip=2.0,
+        weight_cap=1.0,
+        trust_store=grid.trust_store,
+    )
+    strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=2)
+    first, second = (summary.sums[0] for summary in strategy.history)
+    assert first.dropped == {5: "advertise_keys"} and 5 not in first.survivors
+    invited_in_round_2 = {m.metadata.dst_node_id for m in grid.sent if m.metadata.group_id == "2"}
+    assert 5 not in invited_in_round_2 and second.dropped == {}
