@@ -409,8 +409,22 @@ def _table(results: list[AnyResult]) -> str:
     return "\n".join(lines)
 
 
+_LINE_STYLES = ("-", "--", "-.", ":")
+
+
+def _privacy_title(results: list[AnyResult], args: argparse.Namespace) -> str:
+    """What the plot's runs are private for, in a few words."""
+    covered = sorted(
+        {r.dp_covers for r in results if isinstance(r, TrainingResult) and r.privacy is not None}
+    )
+    if not covered:
+        return "no DP"
+    return f"(ε, δ) = ({args.epsilon:g}, {args.delta:g}) on " + " / ".join(covered)
+
+
 def _plot(results: list[AnyResult], path: Path, title: str) -> str | None:
-    """Write the per-client error distributions; return a message if matplotlib is missing."""
+    """Write the per-client error CDFs and the training-loss curves; return a message if
+    matplotlib is missing. Colours and line styles cycle separately, so seven runs stay apart."""
     try:
         import matplotlib  # noqa: PLC0415 (the plot extra is optional)
 
@@ -418,25 +432,32 @@ def _plot(results: list[AnyResult], path: Path, title: str) -> str | None:
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return "matplotlib is not installed (pip install 'secagg-dp[plot]'): no plot written"
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    bins = np.linspace(0.0, 1.0, 21)
-    for result in results:
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for position, result in enumerate(results):
+        style = {"linestyle": _LINE_STYLES[position // 10 % len(_LINE_STYLES)], "linewidth": 1.6}
         errors = np.sort(result.client_errors[np.isfinite(result.client_errors)])
-        share = np.arange(1, errors.size + 1) / errors.size
-        (line,) = left.step(errors, share, where="post", label=_label(result))
-        left.axvline(result.errors.p90, color=line.get_color(), linestyle=":", linewidth=1)
-        right.hist(errors, bins=bins, histtype="step", linewidth=1.5, label=_label(result))
+        # The CDF starts at (0, 0) and steps up by 1/n at each client's error.
+        xs = np.concatenate([[0.0], errors, [1.0]])
+        share = np.concatenate([[0.0], np.arange(1, errors.size + 1) / errors.size, [1.0]])
+        (line,) = left.step(xs, share, where="post", label=_label(result), **style)
+        left.axvline(result.errors.p90, color=line.get_color(), linestyle=":", linewidth=0.8)
+        rounds = [r.index + 1 for r in result.history]
+        losses = [r.train_loss for r in result.history]
+        right.plot(rounds, losses, color=line.get_color(), label=_label(result), **style)
+    left.set_xlim(0.0, 1.02)  # the last step (clients at error 1) stays visible
+    left.set_ylim(0.0, 1.02)
     left.set_xlabel("per-client test error")
     left.set_ylabel("fraction of clients with error ≤ x")
-    left.set_title("empirical CDF (dotted: 90th percentile)")
-    right.set_xlabel("per-client test error")
-    right.set_ylabel("clients")
-    right.set_title("histogram")
+    left.set_title("empirical CDF of per-client error (dotted: p90)")
+    right.set_xlabel("round")
+    right.set_ylabel("training loss of the round's clients")
+    right.set_title("training curve")
     for axis in (left, right):
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
+    handles, labels = left.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)
     figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0.0, 0.08 + 0.04 * ((len(labels) - 1) // 4), 1.0, 1.0))
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return None
@@ -535,7 +556,8 @@ def run(args: argparse.Namespace) -> int:
             results,
             plot_path,
             f"{data.name}, {args.rounds} rounds × {args.clients_per_round} clients, {path}, "
-            f"seed {args.seed}\n{_evaluation_text(results[0]).split(' (')[0]}",
+            f"corruption {corruption}, seed {args.seed}; {_privacy_title(results, args)}\n"
+            f"{_evaluation_text(results[0]).split(' (')[0]}",
         )
         print(message if message is not None else f"wrote {plot_path}")
     print(f"total time {elapsed:.1f} s")
