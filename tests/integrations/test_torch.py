@@ -72,7 +72,7 @@ def test_secure_average_of_torch_updates_matches_the_plain_average() -> None:
     net.load_state_dict(merged)  # loads cleanly: every key, shape and dtype is right
 
 
-def test_finetune_example_improves_accuracy() -> None:
+def test_finetune_example_improves_held_out_accuracy() -> None:
     sys.path.insert(0, str(EXAMPLES))
     try:
         import torch_finetune  # noqa: PLC0415
