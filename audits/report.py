@@ -139,6 +139,17 @@ def format_catch_table(report: SelfCheckReport) -> str:
     return "\n".join(lines)
 
 
+def _cell(value: object) -> str:
+    r"""A Markdown table cell: ``|`` escaped and line breaks folded (they would split the row).
+
+    Examples
+    --------
+    >>> print(_cell("|x| > 3"))
+    \|x\| > 3
+    """
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def _markdown(
     results: Sequence[AuditResult], meta: Mapping[str, Any], report: SelfCheckReport | None
 ) -> str:
@@ -155,8 +166,8 @@ def _markdown(
     ]
     for r in results:
         lines.append(
-            f"| {r.audit} {r.name} | {r.statistic} | {_number(r.value)} | {r.threshold} | "
-            f"{r.samples} | **{r.verdict.value.upper()}** | "
+            f"| {r.audit} {_cell(r.name)} | {_cell(r.statistic)} | {_number(r.value)} | "
+            f"{_cell(r.threshold)} | {_cell(r.samples)} | **{r.verdict.value.upper()}** | "
             f"{'—' if r.error_rate is None else f'{r.error_rate:g}'} | {_number(r.tau)} |"
         )
     failing = [r for r in results if r.findings]
@@ -175,7 +186,7 @@ def _markdown(
             ]
             for m in r.details["mechanisms"]:
                 lines.append(
-                    f"| {m['mechanism']} | {m['claimed_epsilon']:.3f} | "
+                    f"| {_cell(m['mechanism'])} | {m['claimed_epsilon']:.3f} | "
                     f"{m['cp_epsilon_lower']:.3f} | {m['fit_epsilon_lower']:.3f} | "
                     f"{m['tau_cp']:.3f} | {m['tau_fit']:.3f} | {m['releases_per_neighbour']} |"
                 )
@@ -190,7 +201,8 @@ def _markdown(
             "|---|---|---|---|",
         ]
         lines += [
-            f"| {d['defect']} | **{d['status']}** | {d['audit']} | {d['evidence']} |"
+            f"| {_cell(d['defect'])} | **{_cell(d['status'])}** | {_cell(d['audit'])} | "
+            f"{_cell(d['evidence'])} |"
             for d in defects
         ]
     if report is not None:
