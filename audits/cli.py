@@ -33,7 +33,7 @@ from audits.selfcheck import run_false_alarm_check, run_self_check
 from audits.suite import AUDITS, run_audits
 from audits.targets import AuditTarget
 from protocols.cli import package_version
-from protocols.cli.arguments import integer_list, nonnegative_int
+from protocols.cli.arguments import HelpFormatter, examples, integer_list, nonnegative_int
 from protocols.cli.arguments import seed as seed_argument
 from protocols.cli.errors import run_guarded
 from protocols.cli.progress import ProgressBar
@@ -73,7 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="secagg-dp-audit",
         description="Statistical and property-based audits of secure aggregation and DP.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
+        epilog=examples(
+            "secagg-dp-audit --only 1,4 --out audit-report",
+            "secagg-dp-audit --self-check --no-plots",
+            "secagg-dp-audit --target flower --tier deep",
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--tier", choices=("fast", "deep"), default="fast")

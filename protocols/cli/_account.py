@@ -18,7 +18,13 @@ from dpquantile.accounting import (
     ZCDPAccountant,
     kls21_sensitivities,
 )
-from protocols.cli.arguments import positive_float, positive_int, probability
+from protocols.cli.arguments import (
+    HelpFormatter,
+    examples,
+    positive_float,
+    positive_int,
+    probability,
+)
 
 __all__ = ["register", "run"]
 
@@ -39,7 +45,12 @@ def register(subparsers: Any) -> None:
     """
     parser = subparsers.add_parser(
         "account",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
+        epilog=examples(
+            "secagg-dp account --sigma 2 --sensitivity 1 --rounds 100 --delta 1e-5",
+            "secagg-dp account --sigma 0.1 --sensitivity 1 --granularity 1e-3 --clients 100 "
+            "--dim 65536 --rounds 100 --delta 1e-5",
+        ),
         help="privacy (rho, epsilon) of T rounds of discrete Gaussian noise",
         description=(
             "Compose T releases of discrete Gaussian noise (central, or distributed over n "

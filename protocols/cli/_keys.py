@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from protocols.cli.arguments import positive_int
+from protocols.cli.arguments import HelpFormatter, examples, positive_int
 from protocols.cli.errors import CommandError
 from secagg.identity import write_identities
 
@@ -18,7 +18,10 @@ def register(subparsers: Any) -> None:
     """Add the ``keys`` subcommand."""
     parser = subparsers.add_parser(
         "keys",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
+        epilog=examples(
+            "secagg-dp keys --clients 4 --out keys/",
+        ),
         help="write identity keys and a trust store for malicious-mode rounds",
         description=(
             "Generate one Ed25519 identity per client (identity-<id>.key, readable by its owner "

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpquantile import ZCDPAccountant, dp_quantile, rho_for_epsilon
-from protocols.cli.arguments import positive_float, probability, seed
+from protocols.cli.arguments import HelpFormatter, examples, positive_float, probability, seed
 from protocols.cli.errors import CommandError
 from protocols.cli.progress import ProgressBar
 from secagg import TooFewSurvivorsError
@@ -25,7 +25,11 @@ def register(subparsers: Any) -> None:
     """Add the ``quantile`` subcommand."""
     parser = subparsers.add_parser(
         "quantile",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
+        epilog=examples(
+            "secagg-dp quantile --clients 512 --q 0.9 --epsilon 1 --bins 64",
+            "secagg-dp quantile --clients 100 --rho 0.25 --no-secure --json",
+        ),
         help="distributed DP quantile by hierarchical histogram over the secure sum",
         description=(
             "Each simulated client holds one value from a built-in distribution; the q-quantile "

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from protocols.cli.arguments import fraction, positive_int, seed
+from protocols.cli.arguments import HelpFormatter, examples, fraction, positive_int, seed
 from protocols.cli.errors import CommandError
 from protocols.cli.progress import ProgressBar
 from secagg import LazyInputs, Phase, Ring, Session, ThreatModel, TooFewSurvivorsError
@@ -45,7 +45,12 @@ def register(subparsers: Any) -> None:
     """Add the ``sum`` subcommand."""
     parser = subparsers.add_parser(
         "sum",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
+        epilog=examples(
+            "secagg-dp sum --clients 100 --dim 100000 --dropout 0.1 --neighbors auto",
+            "secagg-dp sum --clients 100 --dim 10000 --neighbors 14 --sums 5",
+            "secagg-dp sum --clients 20 --dim 1000 --threat-model semi-honest --json",
+        ),
         help="simulate a secure sum (SecAgg / SecAgg+) with dropouts",
         description=(
             "Run the real client and server state machines in memory on random inputs, print "

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from protocols.cli.arguments import positive_float, probability, seed
+from protocols.cli.arguments import HelpFormatter, examples, positive_float, probability, seed
 from protocols.cli.errors import CommandError
 from protocols.cli.progress import ProgressBar
 from protocols.training.corruption import CORRUPTION_KINDS, Corruption
@@ -127,7 +127,14 @@ def register(subparsers: Any) -> None:
     """
     parser = subparsers.add_parser(
         "train",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
+        epilog=examples(
+            "secagg-dp train",
+            "secagg-dp train --algo fedavg,deltafl --dp both --clients-per-round 20 --rounds 20 "
+            "--no-secure",
+            "secagg-dp train --dataset digits --algo fedavg,rfa --corruption label_flip:0.2 "
+            "--no-secure",
+        ),
         help="train FedAvg, Δ-FL (DP quantile) and RFA over the secure sum and compare them",
         description=(
             "Federated training with every aggregation through the secure sum. By default Δ-FL "

@@ -8,6 +8,8 @@ import math
 from collections.abc import Callable
 
 __all__ = [
+    "HelpFormatter",
+    "examples",
     "fraction",
     "integer_list",
     "nonnegative_int",
@@ -16,6 +18,22 @@ __all__ = [
     "probability",
     "seed",
 ]
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's default in ``--help``, and an epilog of examples kept as written."""
+
+
+def examples(*commands: str) -> str:
+    """An ``--help`` epilog listing example command lines.
+
+    Examples
+    --------
+    >>> print(examples("secagg-dp sum --clients 10"))
+    examples:
+      secagg-dp sum --clients 10
+    """
+    return "examples:\n" + "\n".join(f"  {command}" for command in commands)
 
 
 def _number(text: str) -> float:

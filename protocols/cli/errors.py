@@ -88,6 +88,7 @@ def run_guarded(program: str, command: Callable[[], int], *, verbose: bool = Fal
     >>> status, err.getvalue()
     (2, 'secagg-dp train: error: --out is not writable\\n')
     """
+
     def one_line(message: Warning | str, *_where: Any, **_options: Any) -> None:
         # warnings.showwarning's signature; the source location means nothing to a user.
         print(f"{program}: warning: {message}", file=sys.stderr)

@@ -163,3 +163,22 @@ def test_command_errors_carry_their_message() -> None:
         raise CommandError("nothing to do")
 
     assert run_guarded("x", failing) == EXIT_USAGE
+
+
+def test_every_help_example_parses() -> None:
+    # Each subcommand's --help ends with examples; each must be a valid command line.
+    from protocols.cli import build_parser  # noqa: PLC0415
+
+    parser = build_parser()
+    choices = next(a for a in parser._actions if a.dest == "command").choices
+    assert choices is not None
+    seen = 0
+    for name, subparser in choices.items():
+        epilog = subparser.epilog or ""
+        assert epilog.startswith("examples:"), f"secagg-dp {name} --help has no examples"
+        for line in epilog.splitlines()[1:]:
+            argv = line.split()[1:]
+            assert argv[0] == name
+            parser.parse_args(argv)  # exits (SystemExit) on an invalid example
+            seen += 1
+    assert seen >= len(choices)
