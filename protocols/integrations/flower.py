@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -423,6 +423,17 @@ class RoundSummary:
     skipped: str | None = None
 
 
+def _register_as_flower_strategy() -> None:
+    """Make ``isinstance(SecureStrategy(...), flwr.serverapp.strategy.Strategy)`` true without
+    importing Flower when this module is (a virtual subclass of its ABC; no-op without flwr)."""
+    try:
+        from flwr.serverapp.strategy import Strategy  # noqa: PLC0415
+    except ImportError:
+        return
+    if not issubclass(SecureStrategy, Strategy):
+        Strategy.register(SecureStrategy)
+
+
 def _is_flower_dp_strategy(strategy: object) -> bool:
     """Whether ``strategy`` is one of Flower's DP wrappers (noise in ``aggregate_train``)."""
     return any(
@@ -552,6 +563,7 @@ class SecureStrategy:
         if self.noise_rho is not None:
             self.noise_rho = check_positive("noise_rho", self.noise_rho)
         self.min_nodes = check_int("min_nodes", self.min_nodes, minimum=3)
+        _register_as_flower_strategy()
         if self.budget is not None:
             if not isinstance(self.budget, PrivacyBudget):
                 raise TypeError(f"budget must be a PrivacyBudget; got {type(self.budget).__name__}")
@@ -586,6 +598,54 @@ class SecureStrategy:
                 "the malicious mode needs trust_store= (the clients' verification keys; "
                 "`secagg-dp keys` writes them), or threat_model='semi-honest'"
             )
+
+    # -- Flower's Strategy interface (SecureStrategy is registered as a virtual subclass) -------
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """The wrapped strategy's train messages (the nodes it samples, the content)."""
+        assert self.strategy is not None
+        return self.strategy.configure_train(server_round, arrays, config, grid)
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Never a plaintext aggregate: the secure aggregation runs inside :meth:`start`.
+
+        Raises
+        ------
+        NotImplementedError
+            Always: a SecureStrategy never sees the nodes' updates in the clear.
+        """
+        raise NotImplementedError(
+            "SecureStrategy aggregates through the secure sum inside start(); the server never "
+            "holds the replies a plaintext aggregate_train would need"
+        )
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        """The wrapped strategy's federated evaluation messages."""
+        assert self.strategy is not None
+        return self.strategy.configure_evaluate(server_round, arrays, config, grid)
+
+    def aggregate_evaluate(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> MetricRecord | None:
+        """The wrapped strategy's aggregate of the nodes' evaluation metrics."""
+        assert self.strategy is not None
+        return self.strategy.aggregate_evaluate(server_round, replies)
+
+    def summary(self) -> None:
+        """Log what the strategy runs (Flower calls this when a run starts)."""
+        logger.info(
+            "SecureStrategy: %s over the secure sum (%s, min_nodes=%d), sampling by %s",
+            self.aggregation,
+            self.threat_model,
+            self.min_nodes,
+            type(self.strategy).__name__,
+        )
 
     def _silent_in(self, server_round: int) -> set[int]:
         """Nodes that never answered the first phase of a sum of ``server_round``."""
@@ -627,6 +687,7 @@ class SecureStrategy:
 
         if self.strategy is None:
             raise ValueError("SecureStrategy needs a Flower strategy to sample nodes")
+        self.summary()
         arrays = initial_arrays
         result = Result(arrays=arrays)
         if evaluate_fn is not None and (metrics := evaluate_fn(0, arrays)) is not None:

@@ -607,3 +607,13 @@ def test_a_node_silent_in_one_round_is_left_out_of_the_next(loopback_grid: Any) 
     assert first.dropped == {5: "advertise_keys"} and 5 not in first.survivors
     invited_in_round_2 = {m.metadata.dst_node_id for m in grid.sent if m.metadata.group_id == "2"}
     assert 5 not in invited_in_round_2 and second.dropped == {}
+
+
+def test_secure_strategy_is_a_flower_strategy() -> None:
+    from flwr.serverapp.strategy import Strategy  # noqa: PLC0415
+
+    strategy = SecureStrategy(FedAvg(), "mean", threat_model="semi-honest")
+    assert isinstance(strategy, Strategy)
+    with pytest.raises(NotImplementedError, match="secure sum"):
+        strategy.aggregate_train(1, [])
+    strategy.summary()
