@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from typing import Any
 
 from dpquantile import FastDiscreteGaussian
@@ -25,6 +24,7 @@ from protocols.cli.arguments import (
     positive_int,
     probability,
 )
+from protocols.cli.errors import CommandError
 
 __all__ = ["register", "run"]
 
@@ -116,6 +116,13 @@ def _event(args: argparse.Namespace) -> MechanismEvent:
         raise ValueError("--clients needs --dim (the KLS21 bound depends on the dimension)")
     if args.granularity is not None and args.dim is None:
         raise ValueError("--granularity needs --dim (rounding inflates the sensitivity by ~√d)")
+    if args.l1_sensitivity is not None and args.clients is None:
+        raise ValueError(
+            "--l1-sensitivity applies to the distributed bound: it needs --clients (a central "
+            "discrete Gaussian's guarantee depends on Δ₂ only)"
+        )
+    if args.granularity is None and args.beta != math.exp(-0.5):
+        raise ValueError("--beta is conditional rounding's: it needs --granularity")
     dimension = args.dim if args.dim is not None else 1
     sigma = args.sigma
     l2 = args.sensitivity
@@ -144,7 +151,8 @@ def _event(args: argparse.Namespace) -> MechanismEvent:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the accounting for ``args``; return 0, or 2 for inconsistent options.
+    """Print the accounting for ``args``; return 0 (inconsistent options raise
+    :class:`~protocols.cli.errors.CommandError`: exit status 2).
 
     Examples
     --------
@@ -160,8 +168,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         event = _event(args)
     except ValueError as error:
-        print(f"secagg-dp account: error: {error}", file=sys.stderr)
-        return 2
+        raise CommandError(str(error)) from None
     accountant = ZCDPAccountant().compose(event, count=args.rounds)
     delta = args.delta
     rho = accountant.rho

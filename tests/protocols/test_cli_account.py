@@ -10,6 +10,7 @@ import pytest
 
 import protocols.cli as cli
 from protocols.cli import _account
+from protocols.cli.errors import run_guarded
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -20,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     args = _parser().parse_args(["account", *argv])
-    status = args.func(args)
+    status = run_guarded("secagg-dp account", lambda: int(args.func(args)))
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
@@ -107,6 +108,8 @@ def test_bad_values_are_argparse_errors(
         (["--clients", "10"], "--clients needs --dim"),
         (["--granularity", "0.01"], "--granularity needs --dim"),
         (["--sigma", "0.4", "--clients", "10", "--dim", "4"], "1/2"),
+        (["--l1-sensitivity", "3"], "--l1-sensitivity applies to the distributed bound"),
+        (["--beta", "0.5"], "--beta is conditional rounding's"),
     ],
 )
 def test_inconsistent_options_exit_2(
