@@ -169,11 +169,20 @@ def audit_canaries(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0) -
         delta=_CANARY_DELTA,
         alpha=alpha,
     )
+    # Even all-correct guesses certify at most `ceiling`: below the claim, the audit can never
+    # fail, whatever the noise — it is then a smoke test, and says so.
+    smoke = ceiling <= claimed
+    statistic = "SNJ23 ε lower bound from canary guesses (δ = 1e-10)"
+    if smoke:
+        statistic += (
+            f" — smoke test only: perfect guesses certify at most ε = {ceiling:.3g} < the "
+            f"claimed {claimed:.3g}, so no understatement of ε can fail it"
+        )
     return AuditResult(
         audit=9,
         name="one-run-canaries",
         target=target.name,
-        statistic="SNJ23 ε lower bound from canary guesses (δ = 1e-10)",
+        statistic=statistic,
         value=best,
         threshold="ε_lower ≤ ε_claimed (family-wise α = 1e-6)",
         samples=m,
@@ -188,6 +197,7 @@ def audit_canaries(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0) -
             "total_rho": _TOTAL_RHO,
             "guesses": guesses,
             "largest_certifiable_epsilon": ceiling,
+            "smoke_test": smoke,
             "train_loss_before_after": list(run.train_error),
         },
         seconds=time.perf_counter() - start,

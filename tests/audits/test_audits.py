@@ -261,3 +261,17 @@ def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -
     [result] = run_audits(Target(), only=[7], options={7: {"examples": 40}})
     assert result.verdict is Verdict.FAIL
     assert "revealed both shares" in result.findings[0]
+
+
+def test_a_canary_audit_too_small_to_fail_says_it_is_a_smoke_test(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from audits import canary_audit  # noqa: PLC0415
+    from audits.ours import OurTarget  # noqa: PLC0415
+
+    small = dict(canary_audit._SETTINGS["fast"], canaries=200)
+    monkeypatch.setitem(canary_audit._SETTINGS, "fast", small)
+    result = canary_audit.audit_canaries(OurTarget())
+    details = result.details
+    assert details["largest_certifiable_epsilon"] <= details["claimed_epsilon"]
+    assert details["smoke_test"] and "smoke test only" in result.statistic
