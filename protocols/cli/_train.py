@@ -393,7 +393,7 @@ def _evaluation_text(result: AnyResult) -> str:
 
 def _table(results: list[AnyResult]) -> str:
     header = (
-        f"{'algorithm':<22s} {'mean':>6s} {'p10':>6s} {'p50':>6s} {'p90':>6s} "
+        f"{'algorithm':<27s} {'mean':>6s} {'p10':>6s} {'p50':>6s} {'p90':>6s} "
         f"{'ρ zCDP':>7s} {'ε (δ)':>6s} {'DP covers':<30s} {'sec avgs':>8s} {'skipped':>7s} "
         f"{'empty':>5s} {'time':>7s}"
     )
@@ -408,7 +408,7 @@ def _table(results: list[AnyResult]) -> str:
             if result.config.algorithm == "deltafl":
                 empty = str(result.empty_tail_rounds)
         lines.append(
-            f"{_label(result):<22s} {errors.mean:>6.3f} {errors.p10:>6.3f} {errors.p50:>6.3f} "
+            f"{_label(result):<27s} {errors.mean:>6.3f} {errors.p10:>6.3f} {errors.p50:>6.3f} "
             f"{errors.p90:>6.3f} {rho:>7s} {epsilon:>6s} {covers:<30s} "
             f"{result.num_secure_averages:>8d} {result.rounds_skipped:>7d} "
             f"{empty:>5s} {result.wall_time:>6.1f}s"
@@ -542,7 +542,7 @@ def run(args: argparse.Namespace) -> int:
         f"noise); ε (δ): the (ε, δ)-DP it certifies at δ = {args.delta:g} for the whole run, for "
         f"what 'DP covers' names — {model_note}; sec avgs: secure averages "
         "(RFA's communication cost); "
-        "empty: Δ-FL rounds whose DP quantile overshot every loss (FedAvg fallback)"
+        "empty: Δ-FL rounds whose threshold was above every loss (FedAvg fallback)"
     )
 
     record = {
