@@ -260,6 +260,11 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
                 f"{_option(name)} does not apply to FFGB (it fits weak learners, not SGD on a "
                 "model)"
             )
+    if args.dp == "thresholds" and not args.no_dp and not ("deltafl" in chosen and args.theta < 1):
+        raise CommandError(
+            "--dp thresholds privatises Δ-FL's loss thresholds (θ < 1): no chosen algorithm has "
+            "one; use --dp model"
+        )
     dp_requested = args.dp in ("model", "both") and not args.no_dp
     if dp_requested and others:
         raise CommandError(

@@ -97,6 +97,7 @@ def test_broken_pipe_and_memory_are_handled_by_the_one_handler(
         (["train", "--algo", "fedavg", "--epsilon", "2"], "applies to no chosen algorithm"),
         (["train", "--algo", "fedavg+", "--dp", "model"], "DP for fedavg+ is not done"),
         (["train", "--algo", "fedavg", "--dp-clip", "1"], "--dp-clip is the clip of model DP"),
+        (["train", "--algo", "fedavg", "--dp", "thresholds"], "no chosen algorithm has one"),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_2(
