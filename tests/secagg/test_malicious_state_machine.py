@@ -343,5 +343,8 @@ def test_the_same_adversary_breaks_the_semi_honest_mode() -> None:
                 database=None,
                 phases=[Phase.generate],  # the first attack found is enough: no shrinking
                 suppress_health_check=list(HealthCheck),
+                # A search that must succeed: derandomised, so CI runs the very search that
+                # was seen to find the attack (a random one missed it within 200 examples once).
+                derandomize=True,
             ),
         )
