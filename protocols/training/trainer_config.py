@@ -281,14 +281,10 @@ class TrainerConfig:
             )
 
     def _check_dp(self) -> None:
-        share = check_fraction(
-            "dp_threshold_share", self.dp_threshold_share, zero=False, one=False
-        )
+        share = check_fraction("dp_threshold_share", self.dp_threshold_share, zero=False, one=False)
         object.__setattr__(self, "dp_threshold_share", share)
         if self.dp_noise not in ("distributed", "central"):
-            raise ValueError(
-                f"dp_noise must be 'distributed' or 'central'; got {self.dp_noise!r}"
-            )
+            raise ValueError(f"dp_noise must be 'distributed' or 'central'; got {self.dp_noise!r}")
         if self.dp_noise == "central" and not (
             self.algorithm == "fedavg" and not self.secure and self.epsilon is not None
         ):

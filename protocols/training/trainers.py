@@ -198,8 +198,6 @@ class FederatedTrainer:
                 rate=config.tracking_rate,
             )
 
-
-
     # -- setup ------------------------------------------------------------------------------------
 
     def _build_model(self) -> Classifier:
@@ -266,8 +264,8 @@ class FederatedTrainer:
         Under model DP every row is flattened by the randomised Hadamard rotation and
         conditionally rounded (KLS21), and FedAvg's average divides by the public number of
         survivors (every weight is 1): the noisy weight coordinate of a small cohort could be
-        negative. Δ-FL's
-        tail and RFA's weights are private, so they divide by the released (noisy) weight sum.
+        negative. Δ-FL's tail and RFA's weights are private, so they divide by the released
+        (noisy) weight sum.
         """
         noise = None
         if plan is not None and plan.average_rho is not None:
