@@ -211,6 +211,11 @@ class AverageSettings:
         :class:`ZeroWeightSumError`), or ``"survivors"`` the public B·|survivors| (DP-FedAvg's
         fixed denominator, McMahan et al. 2018: exact for equal weights βᵢ = B, and free of the
         weight coordinate's noise, which at small cohorts can make Σβᵢ negative).
+    denominator_share
+        With ``denominator="survivors"``, the public expected share f ∈ (0, 1] of the weight cap
+        each survivor carries: the sum is divided by f·B·|survivors| (Δ-FL's noisy tail average
+        divides by θ·|survivors|, its expected tail size, never by a count read from the data).
+        With a fixed denominator every weight may be zero (the release is then noise only).
 
     Examples
     --------
@@ -231,6 +236,7 @@ class AverageSettings:
     quantize: bool | None = None
     threat_model: str = "malicious"
     denominator: Literal["released", "survivors"] = "released"
+    denominator_share: float = 1.0
     rotate: bool = False
     rounding_beta: float | None = None
 
@@ -258,6 +264,12 @@ class AverageSettings:
             raise ValueError(
                 f"denominator must be 'released' or 'survivors'; got {self.denominator!r}"
             )
+        share = check_fraction("denominator_share", self.denominator_share, zero=False, one=True)
+        if share != 1.0 and self.denominator != "survivors":
+            raise ValueError(
+                "denominator_share applies to the fixed denominator: use denominator='survivors'"
+            )
+        object.__setattr__(self, "denominator_share", share)
         bits = check_int("bits", self.bits, minimum=1)
         if bits > 64:
             raise ValueError(f"bits must lie in [1, 64]; got {bits}")
@@ -475,6 +487,7 @@ def _prepare(
     extra_bounds: Sequence[float],
     clip: float | None,
     weight_cap: float | None,
+    zero_weights: bool = False,
 ) -> _Clients:
     matrix = as_matrix(vectors)
     n = matrix.shape[0]
@@ -507,7 +520,7 @@ def _prepare(
     if (live_weights < 0).any():
         bad = int(participants[np.flatnonzero(live_weights < 0)[0]])
         raise ValueError(f"weights must be non-negative; client {bad} has weight {beta[bad]}")
-    if not (live_weights > 0).any():
+    if not (live_weights > 0).any() and not zero_weights:
         raise ValueError("every weight is zero: a weighted average needs a positive weight")
     if clip is None:
         largest = float(norms[participants].max())
@@ -697,6 +710,7 @@ def _run(
         extra_bounds=extra_bounds,
         clip=settings.clip,
         weight_cap=weight_cap,
+        zero_weights=settings.denominator == "survivors",
     )
     n_all, d = clients.matrix.shape
     bounds = np.asarray(extra_bounds, dtype=np.float64)
@@ -849,7 +863,7 @@ def _run(
     weight_sum = float(total[d]) / auxiliary
     extras_sum = total[d + 1 :] * bounds / (auxiliary * clients.weight_cap)
     if settings.denominator == "survivors":
-        average = total[:d] / (clients.weight_cap * len(survivors))
+        average = total[:d] / (settings.denominator_share * clients.weight_cap * len(survivors))
     elif weight_sum > 0:
         average = total[:d] / weight_sum
     else:

@@ -173,9 +173,12 @@ class SuperquantileResult:
     survivors
         Clients in the released average's sum (empty when nothing was released).
     empty_tail
-        Whether no participating client reached Q̂ (only possible with the DP quantile).
+        SIMULATOR ONLY: whether no participating client reached Q̂ (only possible with a DP or
+        tracked threshold). Under a fixed denominator the server cannot tell, and the release
+        is the tail's noisy sum over θ·|survivors| (no fallback).
     fallback
-        ``None``, or the empty-tail policy that was applied (``"skip"`` or ``"all"``).
+        ``None``, or the empty-tail policy that was applied (``"skip"`` or ``"all"``; never
+        under a fixed denominator).
     failure
         ``None``, or why the average's secure sum released nothing (too few survivors, a zero
         weight sum because every tail client dropped out, a withheld certificate). The round's
@@ -222,8 +225,8 @@ class SuperquantileResult:
     def __post_init__(self) -> None:
         if (self.average is None) != (self.fallback == "skip" or self.failure is not None):
             raise ValueError("no average is released exactly on a 'skip' fallback or a failure")
-        if self.empty_tail != (self.fallback is not None):
-            raise ValueError("a fallback applies exactly when the tail is empty")
+        if self.fallback is not None and not self.empty_tail:
+            raise ValueError("a fallback applies only when the tail is empty")
 
     @property
     def num_tail_clients(self) -> int:
@@ -525,8 +528,11 @@ def superquantile_aggregate(
     fallback: EmptyTailPolicy | None = None
     failure: str | None = None
     calls = 1
+    # A fixed denominator (Δ-FL under model DP: θ·|survivors|) releases the tail's noisy sum
+    # whatever the tail holds: the server cannot tell an empty tail, so there is no fallback.
+    fixed = settings.denominator == "survivors"
     try:
-        if (beta > 0).any():
+        if fixed or (beta > 0).any():
             results.append(average(beta))
         else:
             # A deployment learns this from a released weight sum of 0: that call is paid for
@@ -558,7 +564,7 @@ def superquantile_aggregate(
         tail=tail,
         rejected=rejected,
         survivors=() if released is None else to_caller(released.survivors),
-        empty_tail=fallback is not None,
+        empty_tail=bool(theta < 1.0 and not (beta > 0).any()),
         fallback=fallback,
         failure=failure,
         quantile=quantile_result,
@@ -665,7 +671,9 @@ class QuantileTracker:
         if values.ndim != 1:
             raise ValueError(f"losses must be 1-D; got shape {values.shape}")
         below = np.where(np.isfinite(values), (values < self.threshold).astype(np.float64), np.nan)
-        counting = dataclasses.replace(settings, clip=1.0, denominator="survivors")
+        counting = dataclasses.replace(
+            settings, clip=1.0, denominator="survivors", denominator_share=1.0
+        )
         result = secure_weighted_average(
             below[:, None],
             np.ones(values.size),

@@ -9,6 +9,7 @@ the output folder.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import time
@@ -18,7 +19,14 @@ from typing import Any, cast
 
 import numpy as np
 
-from protocols.cli.arguments import HelpFormatter, examples, positive_float, probability, seed
+from protocols.cli.arguments import (
+    HelpFormatter,
+    examples,
+    positive_float,
+    positive_int,
+    probability,
+    seed,
+)
 from protocols.cli.errors import CommandError
 from protocols.cli.progress import ProgressBar
 from protocols.training.corruption import CORRUPTION_KINDS, Corruption
@@ -49,8 +57,15 @@ _DEFAULTS: dict[str, Any] = {
     "model": "logreg",
     "local_steps": 10,
     "batch_size": 32,
-    "lr": 0.05,
+    "lr": None,
 }
+# Per-dataset defaults of --rounds, --clients-per-round and --lr. The default job runs
+# Synthetic-IID's 1 000 users at 100 per round: a population where user-level DP on the model
+# leaves a useful model (Synthetic(1, 1)'s users each have their own labelling function).
+_DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "synthetic-iid": {"rounds": 20, "clients_per_round": 100, "lr": 0.5},
+}
+_OTHER_DEFAULTS: dict[str, Any] = {"rounds": 100, "clients_per_round": 10, "lr": 0.05}
 _ALGORITHM_LABELS = {
     "fedavg": "FedAvg",
     "deltafl": "Δ-FL",
@@ -73,6 +88,7 @@ AnyResult = TrainingResult | FedPlusResult | FFGBResult
 # Dataset sizes of the command (FedProx's 30 Synthetic users; 100 + 50 unseen image clients).
 _DATASET_ARGUMENTS: dict[str, dict[str, Any]] = {
     "synthetic": {"num_clients": 30, "num_test_clients": 0},
+    "synthetic-iid": {"num_clients": 1000, "num_test_clients": 100},
     "fashion-mnist": {"num_clients": 100, "num_test_clients": 50},
     "mnist-5k": {},
     "digits": {},
@@ -122,24 +138,25 @@ def register(subparsers: Any) -> None:
     >>> parser = argparse.ArgumentParser(prog="secagg-dp")
     >>> register(parser.add_subparsers())
     >>> args = parser.parse_args(["train", "--algo", "rfa", "--rounds", "3", "--no-secure"])
-    >>> args.algo, args.rounds, args.secure, args.epsilon, args.delta
-    (['rfa'], 3, False, 5.0, 1e-05)
+    >>> args.algo, args.rounds, args.secure, args.epsilon, args.delta, args.dataset
+    (['rfa'], 3, False, 5.0, 1e-05, 'synthetic-iid')
     """
     parser = subparsers.add_parser(
         "train",
         formatter_class=HelpFormatter,
         epilog=examples(
             "secagg-dp train",
-            "secagg-dp train --algo fedavg,deltafl --dp both --clients-per-round 20 --rounds 20 "
-            "--no-secure",
+            "secagg-dp train --algo fedavg,deltafl --dp thresholds --dataset synthetic --no-secure",
             "secagg-dp train --dataset digits --algo fedavg,rfa --corruption label_flip:0.2 "
             "--no-secure",
         ),
         help="train FedAvg, Δ-FL (DP quantile) and RFA over the secure sum and compare them",
         description=(
             "Federated training with every aggregation through the secure sum. By default Δ-FL "
-            "(θ = 0.5, DP quantile, (ε, δ) = (5, 1e-5)-DP for the whole run) and FedAvg on "
-            "Synthetic(1, 1); per-client test errors, privacy and cost are printed and written "
+            "(θ = 0.5) and FedAvg on Synthetic-IID (1 000 users, 100 per round, 20 rounds), each "
+            "(ε, δ) = (5, 1e-5)-DP for the whole run on the model and Δ-FL's thresholds "
+            "(distributed discrete Gaussian noise added by the clients), each beside the same "
+            "run without DP; per-client test errors, privacy and cost are printed and written "
             "(JSON and a plot) to the output folder."
         ),
     )
@@ -151,10 +168,24 @@ def register(subparsers: Any) -> None:
         "(default: deltafl,fedavg)",
     )
     parser.add_argument(
-        "--dataset", choices=DATASET_NAMES, default="synthetic", help="default synthetic (1, 1)"
+        "--dataset",
+        choices=DATASET_NAMES,
+        default="synthetic-iid",
+        help="synthetic-iid (FedProx's, 1 000 users; the default), synthetic (Synthetic(1, 1), "
+        "30 users), or an image dataset",
     )
-    parser.add_argument("--rounds", type=int, default=100, help="communication rounds")
-    parser.add_argument("--clients-per-round", type=int, default=10, help="clients m per round")
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=None,
+        help="communication rounds (default 20 on synthetic-iid, else 100)",
+    )
+    parser.add_argument(
+        "--clients-per-round",
+        type=positive_int,
+        default=None,
+        help="clients m per round (default 100 on synthetic-iid, else 10)",
+    )
     parser.add_argument(
         "--theta",
         type=_theta,
@@ -179,7 +210,8 @@ def register(subparsers: Any) -> None:
         "discrete Gaussian noise: user-level DP of the model; for Δ-FL with θ < 1 that needs a "
         "private threshold too, so it runs 'both'), 'thresholds' "
         "(Δ-FL's loss quantiles only: the model has NO DP), 'both' (Δ-FL; others: model), "
-        "'none'; 'auto' = Δ-FL's thresholds only, the other algorithms no DP",
+        "'none'; 'auto' (default) = the model for FedAvg and RFA, both for Δ-FL with θ < 1; "
+        "Fed+ and FFGB have no DP yet and run without",
     )
     parser.add_argument(
         "--dp-clip",
@@ -195,6 +227,12 @@ def register(subparsers: Any) -> None:
         help="ring size b of the secure averages (M = 2^b)",
     )
     parser.add_argument("--no-dp", action="store_true", help="no DP at all (same as --dp none)")
+    parser.add_argument(
+        "--baseline",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also run every DP run without DP (same seeds, same public clip) and print it beside",
+    )
     parser.add_argument(
         "--threshold-method",
         choices=THRESHOLD_METHODS,
@@ -222,7 +260,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--batch-size", type=int, default=_DEFAULTS["batch_size"])
     parser.add_argument(
-        "--lr", type=positive_float, default=_DEFAULTS["lr"], help="local learning rate"
+        "--lr",
+        type=positive_float,
+        default=_DEFAULTS["lr"],
+        help="local learning rate (default 0.5 on synthetic-iid, else 0.05)",
     )
     parser.add_argument(
         "--dropout", type=float, default=0.0, help="probability a client drops out of a round"
@@ -266,7 +307,9 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             "one; use --dp model"
         )
     dp_requested = args.dp in ("model", "both") and not args.no_dp
-    if dp_requested and others:
+    if args.dp == _DP_AUTO and not args.no_dp:
+        dp_requested = bool(trainers)  # auto: model DP wherever the trainer has it
+    elif dp_requested and others:
         raise CommandError(
             f"--dp {args.dp}: DP for {', '.join(others)} is not done yet (no noisy release "
             "there); drop them or use --dp none"
@@ -282,8 +325,17 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             raise CommandError("--dp-clip is the clip of model DP: use it with --dp model/both")
 
 
+def _fill_dataset_defaults(args: argparse.Namespace) -> None:
+    """``--rounds``, ``--clients-per-round`` and ``--lr`` left unset take the dataset's defaults."""
+    defaults = _DATASET_DEFAULTS.get(args.dataset, _OTHER_DEFAULTS)
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
 def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]:
     _refuse_inapplicable(args, algorithms)
+    _fill_dataset_defaults(args)
     shared: dict[str, Any] = {
         "rounds": args.rounds,
         "clients_per_round": args.clients_per_round,
@@ -301,7 +353,13 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]
         elif name in _FFGB:
             configs.append(FFGBConfig(variant=name, **shared))  # type: ignore[arg-type]
         else:
-            configs.append(_trainer_config(args, name))
+            config = _trainer_config(args, name)
+            configs.append(config)
+            if args.baseline and config.epsilon is not None:
+                # The same run without DP: same seeds and, for a like-for-like model, the same
+                # public clip (under model DP), so the difference is the noise alone.
+                clip = config.clip if config.model_dp else config.update_clip
+                configs.append(dataclasses.replace(config, epsilon=None, dp=None, update_clip=clip))
     return configs
 
 
@@ -323,7 +381,7 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
     thresholds = name == "deltafl" and args.theta < 1.0
     scope = "none" if args.no_dp else args.dp
     if scope == _DP_AUTO:
-        scope = "thresholds" if thresholds else "none"
+        scope = "both" if thresholds else "model"
     elif thresholds and scope == "model":
         scope = "both"  # Δ-FL's model is DP only with a private threshold (TrainerConfig.dp)
     elif not thresholds and scope != "none":
@@ -366,7 +424,9 @@ def _label(result: AnyResult) -> str:
     if config.epsilon is not None:
         label += f" ε={config.epsilon:g} {config.dp_scope}"
     elif config.algorithm == "deltafl" and config.theta < 1.0:
-        label += " exact-q"
+        label += " exact-q, no DP"
+    else:
+        label += " no DP"
     return label
 
 
@@ -505,6 +565,8 @@ def run(args: argparse.Namespace) -> int:
     results: list[AnyResult] = []
     for config in configs:
         label = _ALGORITHM_LABELS[_algorithm(config)]
+        if isinstance(config, TrainerConfig) and args.baseline and config.epsilon is None:
+            label += " (no DP)"
 
         def progress(done: int, total: int, label: str = label) -> None:
             bar.update(label, done, total)
@@ -547,7 +609,8 @@ def run(args: argparse.Namespace) -> int:
         f"noise); ε (δ): the (ε, δ)-DP it certifies at δ = {args.delta:g} for the whole run, for "
         f"what 'DP covers' names — {model_note}; sec avgs: secure averages "
         "(RFA's communication cost); "
-        "empty: Δ-FL rounds whose threshold was above every loss (FedAvg fallback)"
+        "empty: Δ-FL rounds whose threshold was above every loss (a FedAvg fallback without "
+        "model DP; under model DP the tail's noisy sum is released all the same)"
     )
 
     record = {

@@ -33,6 +33,7 @@ from protocols.training.datasets import (
     load_dataset,
     mnist_5k,
     synthetic,
+    synthetic_iid,
 )
 from protocols.training.fedplus import (
     FEDPLUS_ALGORITHMS,
@@ -153,6 +154,7 @@ __all__ = [
     "rotate_images",
     "select_corrupted_clients",
     "synthetic",
+    "synthetic_iid",
     "train",
     "train_fedplus",
     "train_ffgb",

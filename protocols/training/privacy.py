@@ -10,7 +10,9 @@ before training starts over everything the run may release privately:
   the averages.
 
 Each round's releases get fixed shares, planned for the worst case (RFA's K + 1 Weiszfeld
-averages; Δ-FL's empty tail, which costs a second average under ``empty_tail="all"``). Every
+averages; without model DP, Δ-FL's empty tail, which costs a second average under
+``empty_tail="all"``; under model DP Δ-FL's tail divides by θ·|survivors| and always releases
+once). Every
 release is spent from the run's one :class:`~dpquantile.PrivacyBudget` *before* its noise is drawn
 and withheld (the round skipped) when fewer clients survive than its noise was planned for, so a
 run never spends more than planned whatever drops. With private thresholds every event is stated

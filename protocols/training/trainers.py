@@ -213,8 +213,14 @@ class FederatedTrainer:
         config = self.config
         if config.algorithm == "rfa":
             return config.rfa_max_iterations + 1
-        if config.algorithm == "deltafl" and config.theta < 1.0 and config.empty_tail == "all":
+        if (
+            config.algorithm == "deltafl"
+            and config.theta < 1.0
+            and config.empty_tail == "all"
+            and not config.model_dp
+        ):
             return 2  # an empty tail pays its zero-weight average, then averages everyone
+        # Under model DP Δ-FL's tail divides by θ·|survivors|: one release, never a fallback.
         return 1
 
     def _plan_privacy(self) -> RunPrivacyPlan | None:
@@ -264,15 +270,17 @@ class FederatedTrainer:
         Under model DP every row is flattened by the randomised Hadamard rotation and
         conditionally rounded (KLS21), and FedAvg's average divides by the public number of
         survivors (every weight is 1): the noisy weight coordinate of a small cohort could be
-        negative. Δ-FL's tail and RFA's weights are private, so they divide by the released
-        (noisy) weight sum.
+        negative. Δ-FL's tail divides by its public expected size θ·|survivors| (the noisy tail
+        count's SD is tens of clients at ε = 5 over 100 rounds); RFA's Weiszfeld weights are not
+        a count, so it divides by the released (noisy) weight sum.
         """
         noise = None
         if plan is not None and plan.average_rho is not None:
             noise = DiscreteGaussianNoise(
                 rho=plan.average_rho, min_survivors=plan.survivors, neighbouring=plan.neighbouring
             )
-        fixed = noise is not None and self.config.algorithm == "fedavg"
+        config = self.config
+        fixed = noise is not None and config.algorithm in ("fedavg", "deltafl")
         return AverageSettings(
             bits=bits,
             clip=self.config.clip,
@@ -280,6 +288,8 @@ class FederatedTrainer:
             neighbors=neighbors,
             threshold=threshold,
             denominator="survivors" if fixed else "released",
+            # Δ-FL's expected tail is θ of the survivors (the tracked or DP quantile aims there).
+            denominator_share=config.theta if fixed and config.algorithm == "deltafl" else 1.0,
             # KLS21's client procedure: flatten, then conditional rounding (their β).
             rotate=noise is not None,
             rounding_beta=_KLS21_BETA if noise is not None else None,
@@ -301,7 +311,7 @@ class FederatedTrainer:
     def _resolve_evaluation(self) -> str:
         choice = self.config.evaluation
         if choice == "auto":
-            unseen_ok = not self.dataset.name.startswith("synthetic") and self.dataset.test_clients
+            unseen_ok = not self.dataset.name.startswith("synthetic(") and self.dataset.test_clients
             return "test_clients" if unseen_ok else "heldout"
         return choice
 

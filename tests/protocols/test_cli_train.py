@@ -20,24 +20,41 @@ def run(argv: list[str]) -> int:
     return run_guarded("secagg-dp train", lambda: int(args.func(args)))
 
 
-def test_default_pair_secure_writes_table_json_and_plot(
+def test_default_job_is_dp_on_the_model_beside_the_same_run_without_dp(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The default job (Δ-FL with the DP quantile, and FedAvg, over the secure sum), shortened.
-    assert run(["--rounds", "4", "--out", str(tmp_path), "--quiet"]) == 0
+    # The default job (Δ-FL DP on model + thresholds, FedAvg DP on the model, each beside its
+    # no-DP twin, over the secure sum on Synthetic-IID), shortened to 2 rounds of 20 clients.
+    argv = ["--rounds", "2", "--clients-per-round", "20", "--out", str(tmp_path), "--quiet"]
+    assert run(argv) == 0
     out = capsys.readouterr().out
-    for text in ("Δ-FL θ=0.5 ε=5", "FedAvg", "p90", "secure sum (SecAgg+)", "held-out splits"):
+    for text in ("Δ-FL θ=0.5 ε=5 both", "Δ-FL θ=0.5 exact-q, no DP", "FedAvg ε=5 model"):
+        assert text in out
+    for text in ("FedAvg no DP", "p90", "secure sum (SecAgg+)", "100 unseen test clients"):
         assert text in out
     record = json.loads((tmp_path / "train_results.json").read_text())
-    deltafl, fedavg = record["runs"]
-    assert deltafl["algorithm"] == "deltafl" and fedavg["algorithm"] == "fedavg"
+    runs = record["runs"]
+    assert [(r["algorithm"], r["model_dp"]) for r in runs] == [
+        ("deltafl", True),
+        ("deltafl", False),
+        ("fedavg", True),
+        ("fedavg", False),
+    ]
+    assert [r["dp_covers"] for r in runs] == [
+        "model + thresholds",
+        "nothing (no DP)",
+        "model",
+        "nothing (no DP)",
+    ]
     # --epsilon 5 is (5, 1e-5)-DP for the whole run; the table prints ρ and ε.
-    assert deltafl["epsilon_spent"] == pytest.approx(5.0, rel=1e-3) and deltafl["delta"] == 1e-5
-    assert deltafl["epsilon_spent"] <= 5.0 and 0.5 < deltafl["rho_spent"] < 0.6
-    assert "ρ zCDP" in out and "ε (δ)" in out
-    assert fedavg["rho_spent"] is None and fedavg["num_secure_averages"] == 4
-    assert record["secure"] is True and record["dataset"]["name"] == "synthetic(1,1)"
-    assert len(deltafl["client_errors"]) == 30 and deltafl["config"]["secure"]
+    for private in (runs[0], runs[2]):
+        assert private["epsilon_spent"] <= 5.0 and private["delta"] == 1e-5
+        assert private["epsilon_spent"] == pytest.approx(5.0, rel=1e-3)
+    assert runs[1]["rho_spent"] is None and runs[3]["privacy"] is None
+    # The twin uses the DP run's public clip, never one derived from the data.
+    assert runs[1]["config"]["update_clip"] == runs[3]["config"]["update_clip"] == 1.0
+    assert record["secure"] is True and record["dataset"]["name"] == "synthetic-iid"
+    assert record["arguments"]["lr"] == 0.5 and runs[0]["config"]["secure"]
     plot = tmp_path / "test_errors.png"
     if importlib.util.find_spec("matplotlib") is None:  # the plot extra is optional
         assert "no plot written" in out and not plot.exists()
@@ -45,12 +62,21 @@ def test_default_pair_secure_writes_table_json_and_plot(
         assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_dataset_defaults_and_no_baseline(tmp_path: Path) -> None:
+    argv = ["--dataset", "synthetic", "--algo", "fedavg", "--rounds", "2", "--no-secure"]
+    assert run([*argv, "--no-baseline", "--no-plot", "--quiet", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "train_results.json").read_text())
+    (fedavg,) = record["runs"]
+    assert fedavg["model_dp"] and record["arguments"]["clients_per_round"] == 10
+    assert record["arguments"]["lr"] == 0.05 and len(fedavg["client_errors"]) == 30
+
+
 def test_algorithms_corruption_and_plain_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["--algo", "fedavg,rfa", "--algo", "rfa1", "--corruption", "omniscient:0.25"]
     argv += ["--rounds", "3", "--no-secure", "--no-plot", "--out", str(tmp_path), "--seed", "2"]
-    assert run(argv) == 0
+    assert run([*argv, "--dataset", "synthetic", "--no-baseline"]) == 0
     out = capsys.readouterr().out
     assert "omniscient on 0.25 of the data" in out and "plain numpy" in out
     record = json.loads((tmp_path / "train_results.json").read_text())
@@ -103,6 +129,11 @@ def test_the_table_says_what_the_privacy_covers(
             "2",
             "--algo",
             "deltafl,fedavg",
+            "--dp",
+            "thresholds",
+            "--dataset",
+            "synthetic",
+            "--no-baseline",
             "--no-secure",
             "--out",
             str(tmp_path),

@@ -24,7 +24,33 @@ from protocols.training import (
     load_dataset,
     mnist_5k,
     synthetic,
+    synthetic_iid,
 )
+
+# -- Synthetic-IID ------------------------------------------------------------------------------
+
+
+def _linear_accuracy(data: FederatedDataset) -> float:
+    """Accuracy on the unseen users of one least-squares linear classifier fitted on everyone."""
+    X = np.vstack([c.X_train for c in data.train_clients])
+    y = np.concatenate([c.y_train for c in data.train_clients])
+    weights = np.linalg.lstsq(np.c_[X, np.ones(len(X))], np.eye(10)[y], rcond=None)[0]
+    X_test = np.vstack([c.X_test for c in data.test_clients])
+    y_test = np.concatenate([c.y_test for c in data.test_clients])
+    return float((np.argmax(np.c_[X_test, np.ones(len(X_test))] @ weights, 1) == y_test).mean())
+
+
+def test_synthetic_iid_shares_one_labelling_function() -> None:
+    iid = synthetic_iid(num_clients=10, num_test_clients=5, seed=0)
+    assert iid.name == "synthetic-iid" and _same(iid, synthetic_iid(10, num_test_clients=5))
+    assert all(50 <= c.num_train + c.num_test <= 200 for c in iid.train_clients)
+    assert not _same(iid, synthetic_iid(10, num_test_clients=5, seed=1))
+    # One model serves unseen users (measured 0.67); Synthetic(1, 1)'s users each have their own
+    # labelling function, so the same fit is at chance or below there (measured 0.04).
+    heterogeneous = synthetic(1, 1, num_clients=10, num_test_clients=5, seed=0)
+    assert _linear_accuracy(iid) > 0.5 > 0.2 > _linear_accuracy(heterogeneous)
+    assert load_dataset("synthetic-iid", num_clients=2, num_test_clients=1).name == iid.name
+
 
 # -- Synthetic(α, β) ----------------------------------------------------------------------------
 
@@ -327,10 +353,10 @@ def test_missing_pip_datasets_name_the_extra(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_registry() -> None:
-    assert DATASET_NAMES == ("synthetic", "fashion-mnist", "mnist-5k", "digits")
+    assert DATASET_NAMES == ("synthetic", "synthetic-iid", "fashion-mnist", "mnist-5k", "digits")
     data = load_dataset("synthetic", num_clients=3, num_test_clients=1, seed=0)
     assert data.name == "synthetic(1,1)"
-    with pytest.raises(ValueError, match="valid names: synthetic, fashion-mnist"):
+    with pytest.raises(ValueError, match="valid names: synthetic, synthetic-iid, fashion-mnist"):
         load_dataset("emnist")
     with pytest.raises(ValueError, match="unknown dataset"):
         dataset_available("emnist")

@@ -83,8 +83,17 @@ def test_deltafl_dp_on_both_composes_on_replace_one(data: FederatedDataset) -> N
     wire = padded_dimension(data.num_features * 10 + 10 + 1)  # flattened rows (KLS21)
     quantiles = [e for e in ledger if e["dimension"] != wire]
     averages = [e for e in ledger if e["dimension"] == wire]
-    assert len(quantiles) == 4 and 4 <= len(averages) <= 8
+    # Under model DP the tail divides by θ·|survivors|: exactly one noisy average per round,
+    # released even when the tail is empty (the server cannot tell), planned as one.
+    assert len(quantiles) == 4 and len(averages) == 4
+    assert result.privacy["plan"]["averages_per_round"] == 1
+    assert not any(record.skipped for record in result.history)
     assert result.epsilon_spent is not None and result.epsilon_spent <= 5.0
+    settings = FederatedTrainer(data, config)._settings(32, None)
+    assert settings.denominator == "released"  # no plan, no noise: the exact tail weight
+    trainer = FederatedTrainer(data, config)
+    noisy = trainer._settings(32, trainer.privacy)
+    assert (noisy.denominator, noisy.denominator_share) == ("survivors", 0.5)
 
 
 @pytest.mark.parametrize("algorithm", ["rfa", "rfa1"])
