@@ -1,17 +1,18 @@
-"""The default job's figures with confidence intervals: what DP on the model costs FedAvg and Δ-FL.
+"""The default job's figures with confidence intervals: what DP on the model costs each trainer.
 
 ``secagg-dp train`` with no arguments runs FedAvg (``dp="model"``) and Δ-FL (θ = 0.5,
 ``dp="both"``: model and thresholds) at (ε, δ) = (5, 1e-5) for the whole run on Synthetic-IID
 (1 000 users, 100 per round, 20 rounds, local lr 0.5), each beside the same run without DP. This
-script repeats that over seeds (data, sampling, SGD) and noise draws (``noise_seed``) on the plain
-path (the secure sum's exact integers without the cryptography: identical noise, fast) and prints
-the mean per-client error on the 100 unseen users with 95 % intervals (Student t over seeds of the
-per-seed mean over draws), and the paired differences:
+script repeats that over seeds (data, sampling, SGD) and noise draws (``noise_seed``) for every
+trainer with model DP — FedAvg, Δ-FL, RFA (K = 4 Weiszfeld steps), RFA-1, and Fed+'s FedAvg+,
+FedProx and FedGeoMed+ (Weiszfeld, K = 10) with the command's settings — on the plain path (the
+secure sum's exact integers without the cryptography: identical noise, fast). It prints the mean
+per-client error on the 100 unseen users with 95 % intervals (Student t over seeds of the
+per-seed mean over draws) and the paired differences: each algorithm's cost of DP (DP − no DP,
+same seed), and each DP run against FedAvg with DP.
 
-- each algorithm's cost of DP (DP − no DP, same seed);
-- Δ-FL with DP on both against FedAvg with DP (the question the DP-training issue asks).
-
-    python examples/dp_default_job.py                 # 10 seeds × 3 draws, about 3 minutes here
+    python examples/dp_default_job.py                          # FedAvg and Δ-FL, ≈ 3 minutes
+    python examples/dp_default_job.py --algorithms all         # every trainer, ≈ 15 minutes
 """
 
 from __future__ import annotations
@@ -20,12 +21,62 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from protocols.training import TrainerConfig, train
 from protocols.training.datasets import synthetic_iid
+from protocols.training.fedplus import FedPlusConfig, train_fedplus
+
+_TRAINERS = ("fedavg", "deltafl", "rfa", "rfa1")
+_FEDPLUS = ("fedavg+", "fedprox", "fedgeomed+")
+_LABELS = {
+    "fedavg": "FedAvg",
+    "deltafl": "Δ-FL",
+    "rfa": "RFA",
+    "rfa1": "RFA-1",
+    "fedavg+": "FedAvg+",
+    "fedprox": "FedProx",
+    "fedgeomed+": "FedGeoMed+",
+}
+
+
+def _error(algorithm: str, seed: int, rounds: int, epsilon: float | None, draw: int) -> float:
+    """Mean per-client error of one run (the global model's, for Fed+)."""
+    data = _DATA[seed]
+    common: dict[str, Any] = {
+        "rounds": rounds,
+        "clients_per_round": 100,
+        "lr": 0.5,
+        "secure": False,
+        "seed": seed,
+        "update_clip": 1.0,
+    }
+    noise = {} if epsilon is None else {"epsilon": epsilon, "noise_seed": 1000 * (draw + 1) + seed}
+    if algorithm in _FEDPLUS:
+        config = FedPlusConfig(
+            algorithm=algorithm,  # type: ignore[arg-type]
+            model="logreg",
+            local_steps=10,
+            batch_size=32,
+            aggregation_method="weiszfeld",
+            **common,
+            **noise,
+        )
+        result = train_fedplus(config, data)
+        spent, errors = result.epsilon_spent, result.global_errors.mean
+    else:
+        scope = None if epsilon is None else ("both" if algorithm == "deltafl" else "model")
+        trainer = TrainerConfig(algorithm=algorithm, dp=scope, **common, **noise)  # type: ignore[arg-type]
+        outcome = train(data, trainer)
+        spent, errors = outcome.epsilon_spent, outcome.errors.mean
+    assert epsilon is None or (spent is not None and spent <= epsilon)
+    return float(errors)
+
+
+_DATA: dict[int, Any] = {}
 
 
 def main() -> None:
@@ -34,35 +85,27 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--epsilon", type=float, default=5.0)
+    parser.add_argument(
+        "--algorithms", default="fedavg,deltafl", help="comma list, or 'all' (every DP trainer)"
+    )
     parser.add_argument("--out", type=Path, default=Path("dp_default_job.json"))
     args = parser.parse_args()
+    chosen = [*_TRAINERS, *_FEDPLUS] if args.algorithms == "all" else args.algorithms.split(",")
+    if "fedavg" not in chosen:
+        chosen.insert(0, "fedavg")  # the reference of every paired comparison
 
-    names = ("FedAvg no DP", "FedAvg DP model", "Δ-FL no DP", "Δ-FL DP both")
-    error: dict[str, list[float]] = {name: [] for name in names}
+    error: dict[str, dict[str, list[float]]] = {a: {"no DP": [], "DP": []} for a in chosen}
     start = time.perf_counter()
     for seed in range(args.seeds):
-        data = synthetic_iid(num_clients=1000, num_test_clients=100, seed=seed)
-        for algorithm, label in (("fedavg", "FedAvg"), ("deltafl", "Δ-FL")):
-            base = TrainerConfig(
-                algorithm=algorithm,
-                rounds=args.rounds,
-                clients_per_round=100,
-                lr=0.5,
-                secure=False,
-                seed=seed,
-                update_clip=1.0,
-            )
-            error[f"{label} no DP"].append(train(data, base).errors.mean)
-            scope = "model" if algorithm == "fedavg" else "both"
-            draws = []
-            for draw in range(args.draws):
-                config = base.with_changes(
-                    epsilon=args.epsilon, dp=scope, noise_seed=1000 * (draw + 1) + seed
-                )
-                result = train(data, config)
-                assert result.epsilon_spent is not None and result.epsilon_spent <= args.epsilon
-                draws.append(result.errors.mean)
-            error[f"{label} DP {scope}"].append(float(np.mean(draws)))
+        _DATA[seed] = synthetic_iid(num_clients=1000, num_test_clients=100, seed=seed)
+        for algorithm in chosen:
+            error[algorithm]["no DP"].append(_error(algorithm, seed, args.rounds, None, 0))
+            draws = [
+                _error(algorithm, seed, args.rounds, args.epsilon, draw)
+                for draw in range(args.draws)
+            ]
+            error[algorithm]["DP"].append(float(np.mean(draws)))
+        del _DATA[seed]
         print(f"seed {seed + 1}/{args.seeds} ({time.perf_counter() - start:.0f} s)", flush=True)
 
     t = stats.t.ppf(0.975, args.seeds - 1) / np.sqrt(args.seeds) if args.seeds > 1 else 0.0
@@ -71,21 +114,25 @@ def main() -> None:
         half = t * values.std(ddof=1) if values.size > 1 else float("nan")
         return f"{values.mean():.3f} ± {half:.3f}"
 
-    arrays = {name: np.array(values) for name, values in error.items()}
     print(
         f"\nSynthetic-IID, 1000 users (100 per round), {args.rounds} rounds, (ε, δ) = "
-        f"({args.epsilon:g}, 1e-5) for the run; mean per-client error on 100 unseen users, 95 % CI "
-        f"over {args.seeds} seeds × {args.draws} noise draws"
+        f"({args.epsilon:g}, 1e-5) for the run (Δ-FL: model + thresholds); mean per-client error "
+        f"on 100 unseen users (Fed+: the global model's), 95 % CI over {args.seeds} seeds × "
+        f"{args.draws} noise draws"
     )
-    for name, values in arrays.items():
-        print(f"{name:<18s} {interval(values)}")
-    pairs = {
-        "FedAvg: DP − no DP": arrays["FedAvg DP model"] - arrays["FedAvg no DP"],
-        "Δ-FL: DP − no DP": arrays["Δ-FL DP both"] - arrays["Δ-FL no DP"],
-        "Δ-FL DP − FedAvg DP": arrays["Δ-FL DP both"] - arrays["FedAvg DP model"],
-    }
-    for name, values in pairs.items():
-        print(f"{name:<22s} {interval(values)} (paired)")
+    header = (
+        f"{'algorithm':<11s} {'no DP':>15s} {'DP':>15s} {'DP − no DP':>15s} {'− FedAvg DP':>15s}"
+    )
+    print(header)
+    print("-" * len(header))
+    reference = np.array(error["fedavg"]["DP"])
+    for algorithm in chosen:
+        plain, private = np.array(error[algorithm]["no DP"]), np.array(error[algorithm]["DP"])
+        versus = "—" if algorithm == "fedavg" else interval(private - reference)
+        print(
+            f"{_LABELS[algorithm]:<11s} {interval(plain):>15s} {interval(private):>15s} "
+            f"{interval(private - plain):>15s} {versus:>15s}"
+        )
     args.out.write_text(json.dumps({"error": error, **vars(args)}, indent=1, default=str))
     print(f"wrote {args.out}")
 

@@ -32,6 +32,7 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpquantile import PrivacyBudget
 from protocols.aggregation._arrays import as_matrix
 from protocols.aggregation._quantization import plan_quantization
 from protocols.aggregation.geometric_median import geometric_median
@@ -591,6 +592,7 @@ def fedplus_aggregate(
     weight_cap: float | None = None,
     seed: int | None = None,
     dropouts: Mapping[str, Iterable[int]] | None = None,
+    budget: PrivacyBudget | None = None,
 ) -> FedPlusAggregate:
     """The Fed+ global model argmin_z Σαₖ·M(wₖ − z), computed only through secure sums.
 
@@ -616,13 +618,19 @@ def fedplus_aggregate(
     secure
         ``False``: plain numpy (exact); otherwise every sum is a SecAgg(+) secure sum.
     settings
-        :class:`AverageSettings` (bits, clip, graph); noise is not supported here.
+        :class:`AverageSettings` (bits, clip, graph, noise). Noise (the clients' distributed
+        discrete Gaussian, user-level DP of the aggregate) is supported where every sum is a
+        secure weighted average: ``"squared_l2"``, and ``"l2"`` with ``method="weiszfeld"``
+        (RFA's geometric median, each average noised); it needs a public ``weight_cap``.
     weight_cap
         Public cap on αₖ (``None``: the largest).
     seed
         Root seed of the secure sums.
     dropouts
         Dropouts applied to every secure sum of this aggregate.
+    budget
+        A :class:`dpquantile.PrivacyBudget` every noisy average is paid from before its noise
+        is drawn (see :func:`secure_weighted_average`).
 
     Returns
     -------
@@ -631,7 +639,8 @@ def fedplus_aggregate(
     Raises
     ------
     ValueError
-        On a bad regulariser, method, smoothing or iteration count, or noise in ``settings``.
+        On a bad regulariser, method, smoothing or iteration count, or noise where a sum is
+        not a secure weighted average (``"l1"``; ``"l2"`` with ``"moreau"``).
     secagg.TooFewSurvivorsError, ZeroWeightSumError
         When a secure sum cannot complete (the trainer skips the round).
 
@@ -663,8 +672,14 @@ def fedplus_aggregate(
     settings = AverageSettings(bits=32) if settings is None else settings
     if not isinstance(settings, AverageSettings):
         raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
-    if settings.noise is not None:
-        raise ValueError("Fed+ aggregation carries no noise: settings.noise must be None")
+    if settings.noise is not None and not (
+        regularizer == "squared_l2" or (regularizer == "l2" and method == "weiszfeld")
+    ):
+        raise ValueError(
+            f"noise needs every sum to be a secure weighted average: regularizer={regularizer!r} "
+            f"with method={method!r} has no noisy release (use 'squared_l2', or 'l2' with "
+            "method='weiszfeld', the same minimiser)"
+        )
     seed = check_seed(seed)
     matrix = as_matrix(points)
     alpha = _weights(weights, matrix.shape[0])
@@ -680,6 +695,7 @@ def fedplus_aggregate(
             secure=secure,
             seed=seed,
             dropouts=dropouts,
+            budget=budget,
         )
     if regularizer == "l2" and method == "weiszfeld":
         per_call = None if dropouts is None else dict.fromkeys(range(max_iterations + 1), dropouts)
@@ -694,6 +710,7 @@ def fedplus_aggregate(
             weight_cap=weight_cap,
             seed=seed,
             dropouts=per_call,
+            budget=budget,
         )
         survivors, rejected, upload = _iterative_record(median.iterative, matrix, alpha)
         return FedPlusAggregate(
@@ -775,6 +792,7 @@ def _mean_only(
     secure: bool,
     seed: int | None,
     dropouts: Mapping[str, Iterable[int]] | None,
+    budget: PrivacyBudget | None,
 ) -> FedPlusAggregate:
     # The squared-ℓ2 iteration started at the mean never moves (fedplus_notes.md §2).
     result = secure_weighted_average(
@@ -785,6 +803,7 @@ def _mean_only(
         seed=seed,
         dropouts=dropouts,
         secure=secure,
+        budget=budget if settings.noise is not None else None,
     )
     upload = 0 if result.secure_sum is None else sum(result.secure_sum.upload_bytes.values())
     return FedPlusAggregate(

@@ -156,6 +156,11 @@ class WeiszfeldRule:
     sum is F(zₖ₋₁). With ``max_effective_weight`` s, call 0 also sends αᵢ‖wᵢ‖² (so the server
     learns the spread r₀ around z₀) and ν is raised to :func:`privacy_smoothing`.
 
+    When every weight is the cap (αᵢ = α_cap: public, as under model DP where every client
+    counts once), each call also states the public floor of the weights — α_cap in call 0,
+    α_cap/max(ν, ‖zₖ₋₁‖ + c) after (dᵢ ≤ ‖zₖ₋₁‖ + c) — so a noisy released weight sum is
+    clamped into [floor·|S|, cap·|S|] instead of ending the median when it comes out ≤ 0.
+
     Parameters
     ----------
     weights
@@ -199,6 +204,7 @@ class WeiszfeldRule:
             float(finite.max()) if weight_cap is None else check_positive("weight_cap", weight_cap)
         )
         self.weights = np.minimum(alpha, self.weight_cap)
+        self.uniform = bool(np.all(self.weights[np.isfinite(self.weights)] == self.weight_cap))
         self.clip = check_positive("clip", clip)
         self.smoothing = check_positive("smoothing", smoothing)
         self.ftol = check_nonnegative("ftol", ftol)
@@ -229,7 +235,8 @@ class WeiszfeldRule:
         """Server half: stop, or broadcast zₖ, ν and the public caps of call k + 1."""
         if not transcript:
             bounds = () if self.max_effective_weight is None else (self.weight_cap * self.clip**2,)
-            return CallPlan(0, weight_cap=self.weight_cap, extra_bounds=bounds)
+            floor = self.weight_cap if self.uniform else None
+            return CallPlan(0, weight_cap=self.weight_cap, extra_bounds=bounds, weight_floor=floor)
         steps = len(transcript) - 1
         if _termination(self.objectives(transcript), steps, self.ftol, self.max_iterations):
             return None
@@ -243,6 +250,7 @@ class WeiszfeldRule:
             extra_bounds=(self.weight_cap * reach,),
             previous=previous,
             parameters={"smoothing": nu},
+            weight_floor=self.weight_cap / max(nu, reach) if self.uniform else None,
         )
 
     def contributions(self, plan: CallPlan, vectors: NDArray[np.float64]) -> Contributions:
@@ -627,7 +635,11 @@ def one_step_rfa(
         if weight_cap is None
         else check_positive("weight_cap", weight_cap)
     )
-    beta = np.minimum(alpha, cap) / np.maximum(nu, _distances_to(matrix, centre))
+    capped = np.minimum(alpha, cap)
+    beta = capped / np.maximum(nu, _distances_to(matrix, centre))
+    # Every weight at the cap (public, as under model DP): βᵢ ≥ cap/max(ν, ‖anchor‖ + c).
+    uniform = bool(np.all(capped[np.isfinite(capped)] == cap))
+    reach = float(np.linalg.norm(centre)) + clip
     return secure_weighted_average(
         matrix,
         beta,
@@ -637,4 +649,5 @@ def one_step_rfa(
         dropouts=dropouts,
         secure=secure,
         budget=budget,
+        weight_floor=cap / max(nu, reach) if uniform else None,
     )

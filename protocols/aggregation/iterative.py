@@ -66,6 +66,9 @@ class CallPlan:
         simulator convenience).
     extra_bounds
         Public bounds Eⱼ of the extra scalars the clients send in this call.
+    weight_floor
+        Public lower bound on every client's weight in this call (``None``: 0); under noise the
+        released weight sum is clamped to [floor·|S|, cap·|S|] (post-processing).
     previous
         The previous release (``None`` for the first call).
     parameters
@@ -83,11 +86,17 @@ class CallPlan:
     extra_bounds: tuple[float, ...] = ()
     previous: ServerView | None = None
     parameters: Mapping[str, float] = field(default_factory=dict)
+    weight_floor: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", check_int("index", self.index, minimum=0))
         if self.weight_cap is not None:
             object.__setattr__(self, "weight_cap", check_positive("weight_cap", self.weight_cap))
+        if self.weight_floor is not None:
+            floor = check_positive("weight_floor", self.weight_floor)
+            if self.weight_cap is not None and floor > self.weight_cap:
+                raise ValueError(f"weight_floor {floor} exceeds weight_cap {self.weight_cap}")
+            object.__setattr__(self, "weight_floor", floor)
         bounds = tuple(check_positive("extra bound", b) for b in self.extra_bounds)
         object.__setattr__(self, "extra_bounds", bounds)
         if (self.index == 0) != (self.previous is None):
@@ -556,6 +565,7 @@ def run_iterative_aggregate(
                 extra_bounds=plan.extra_bounds,
                 iterate=plan.encode(),
                 budget=budget,
+                weight_floor=plan.weight_floor,
             )
         except Exception as error:
             driver.abort(f"call {plan.index} failed: {error}")

@@ -687,9 +687,12 @@ def _run(
     session: SecureAverageSession | None = None,
     iterate: bytes = b"",
     budget: PrivacyBudget | None = None,
+    weight_floor: float | None = None,
 ) -> AverageResult:
     """The oracle on validated settings (used by every public entry point)."""
     seed = check_seed(seed)
+    if weight_floor is not None:
+        weight_floor = check_positive("weight_floor", weight_floor)
     if budget is not None:
         if not isinstance(budget, PrivacyBudget):
             raise TypeError(f"budget must be a PrivacyBudget; got {type(budget).__name__}")
@@ -861,6 +864,11 @@ def _run(
     if rotation is not None:
         total = rotation.inverse(total)
     weight_sum = float(total[d]) / auxiliary
+    if weight_floor is not None and plan is not None and plan.mechanism is not None:
+        # Post-processing of the noisy release: every survivor's weight lies in the public
+        # [floor, cap], so the weight sum does too (a noisy Σβᵢ ≤ 0 would end the average).
+        size = len(survivors)
+        weight_sum = min(max(weight_sum, weight_floor * size), clients.weight_cap * size)
     extras_sum = total[d + 1 :] * bounds / (auxiliary * clients.weight_cap)
     if settings.denominator == "survivors":
         average = total[:d] / (settings.denominator_share * clients.weight_cap * len(survivors))
@@ -958,6 +966,7 @@ def secure_weighted_average(
     threat_model: str = "malicious",
     settings: AverageSettings | None = None,
     budget: PrivacyBudget | None = None,
+    weight_floor: float | None = None,
 ) -> AverageResult:
     """Σβᵢwᵢ / Σβᵢ over the surviving clients through one secure sum (RFA's secure average oracle).
 
@@ -1007,6 +1016,12 @@ def secure_weighted_average(
         before any client builds its row (:class:`~dpquantile.BudgetExceededError` leaves the
         budget and the clients untouched); the average is then withheld below the planned
         survivors (:class:`secagg.TooFewSurvivorsError`), so the charge bounds the release.
+    weight_floor
+        A public lower bound on every client's weight (all clients' βᵢ ∈ [floor, cap], as the
+        Weiszfeld weights 1/max(ν, ‖z − wᵢ‖) under DP). With noise, the released weight sum is
+        clamped to [floor·|S|, cap·|S|] before the division — post-processing of the noisy
+        release, so no privacy cost, and a noisy Σβᵢ ≤ 0 no longer withholds the average.
+        Ignored without noise (the exact sum already lies in that range).
 
     Returns
     -------
@@ -1063,6 +1078,7 @@ def secure_weighted_average(
         seed=seed,
         dropouts=dropouts,
         budget=budget,
+        weight_floor=weight_floor,
     )
 
 
@@ -1165,6 +1181,7 @@ class SecureAverageSession:
         dropouts: Mapping[str, Iterable[int]] | None = None,
         iterate: bytes = b"",
         budget: PrivacyBudget | None = None,
+        weight_floor: float | None = None,
     ) -> AverageResult:
         """The session's next secure average (arguments as for :func:`secure_weighted_average`).
 
@@ -1196,6 +1213,7 @@ class SecureAverageSession:
             session=self,
             iterate=iterate,
             budget=budget,
+            weight_floor=weight_floor,
         )
 
     # -- hooks used by _run -----------------------------------------------------------------

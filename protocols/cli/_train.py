@@ -82,6 +82,9 @@ _ALGORITHM_LABELS = {
 # Fed+ (personalised; FedProx is its non-personalised baseline) and FFGB run their own trainers.
 _FEDPLUS = ("fedavg+", "fedgeomed+", "fedcomed+", "fedprox")
 _FFGB = ("ffgb", "ffgb-c", "ffgb-l")
+# Fed+ algorithms whose global model can carry the clients' noise (FedGeoMed+ through the
+# Weiszfeld iteration, the same minimiser as the paper's Moreau alternation).
+_FEDPLUS_DP = ("fedavg+", "fedgeomed+", "fedprox")
 _CHOICES = (*ALGORITHMS, *_FEDPLUS, *_FFGB)
 AnyConfig = TrainerConfig | FedPlusConfig | FFGBConfig
 AnyResult = TrainingResult | FedPlusResult | FFGBResult
@@ -210,8 +213,9 @@ def register(subparsers: Any) -> None:
         "discrete Gaussian noise: user-level DP of the model; for Δ-FL with θ < 1 that needs a "
         "private threshold too, so it runs 'both'), 'thresholds' "
         "(Δ-FL's loss quantiles only: the model has NO DP), 'both' (Δ-FL; others: model), "
-        "'none'; 'auto' (default) = the model for FedAvg and RFA, both for Δ-FL with θ < 1; "
-        "Fed+ and FFGB have no DP yet and run without",
+        "'none'; 'auto' (default) = the model for FedAvg, RFA, FedAvg+, FedProx and FedGeoMed+ "
+        "(Weiszfeld), both for Δ-FL with θ < 1; FedCoMed+ and FFGB have no DP yet and run "
+        "without",
     )
     parser.add_argument(
         "--dp-clip",
@@ -307,11 +311,13 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             "one; use --dp model"
         )
     dp_requested = args.dp in ("model", "both") and not args.no_dp
+    without_dp = sorted(set(others) - set(_FEDPLUS_DP))
     if args.dp == _DP_AUTO and not args.no_dp:
-        dp_requested = bool(trainers)  # auto: model DP wherever the trainer has it
-    elif dp_requested and others:
+        # auto: model DP wherever the trainer has it
+        dp_requested = bool(trainers) or bool(set(others) & set(_FEDPLUS_DP))
+    elif dp_requested and without_dp:
         raise CommandError(
-            f"--dp {args.dp}: DP for {', '.join(others)} is not done yet (no noisy release "
+            f"--dp {args.dp}: DP for {', '.join(without_dp)} is not done yet (no noisy release "
             "there); drop them or use --dp none"
         )
     uses_dp = not args.no_dp and args.dp != "none" and (dp_requested or "deltafl" in chosen)
@@ -347,9 +353,24 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]
     configs: list[AnyConfig] = []
     for name in algorithms:
         if name in _FEDPLUS:
-            configs.append(
-                FedPlusConfig(algorithm=name, model=args.model, **shared, **local)  # type: ignore[arg-type]
-            )
+            fedplus = FedPlusConfig(algorithm=name, model=args.model, **shared, **local)  # type: ignore[arg-type]
+            scope = "none" if args.no_dp else args.dp
+            if name in _FEDPLUS_DP and scope in (_DP_AUTO, "model", "both"):
+                dp_config = fedplus.with_changes(
+                    epsilon=args.epsilon,
+                    delta=args.delta,
+                    update_clip=args.dp_clip,
+                    aggregation_method="weiszfeld",  # the noisy iteration (same minimiser)
+                )
+                configs.append(dp_config)
+                if args.baseline:
+                    configs.append(
+                        fedplus.with_changes(
+                            update_clip=dp_config.clip, aggregation_method="weiszfeld"
+                        )
+                    )
+            else:
+                configs.append(fedplus)
         elif name in _FFGB:
             configs.append(FFGBConfig(variant=name, **shared))  # type: ignore[arg-type]
         else:
@@ -417,6 +438,8 @@ def _algorithm(config: AnyConfig) -> str:
 def _label(result: AnyResult) -> str:
     config = result.config
     label = _ALGORITHM_LABELS[_algorithm(config)]
+    if isinstance(config, FedPlusConfig):
+        return label + (" no DP" if config.epsilon is None else f" ε={config.epsilon:g} model")
     if not isinstance(config, TrainerConfig):
         return label
     if config.algorithm == "deltafl":
@@ -466,12 +489,12 @@ def _table(results: list[AnyResult]) -> str:
     for result in results:
         errors = result.errors
         empty, rho, epsilon, covers = "—", "no DP", "—", "nothing (no DP)"
-        if isinstance(result, TrainingResult):
+        if isinstance(result, TrainingResult | FedPlusResult):
             if result.rho_spent is not None and result.epsilon_spent is not None:
                 rho, epsilon = f"{result.rho_spent:.3g}", f"{result.epsilon_spent:.3g}"
             covers = result.dp_covers
-            if result.config.algorithm == "deltafl":
-                empty = str(result.empty_tail_rounds)
+        if isinstance(result, TrainingResult) and result.config.algorithm == "deltafl":
+            empty = str(result.empty_tail_rounds)
         lines.append(
             f"{_label(result):<27s} {errors.mean:>6.3f} {errors.p10:>6.3f} {errors.p50:>6.3f} "
             f"{errors.p90:>6.3f} {rho:>7s} {epsilon:>6s} {covers:<30s} "
@@ -487,7 +510,11 @@ _LINE_STYLES = ("-", "--", "-.", ":")
 def _privacy_title(results: list[AnyResult], args: argparse.Namespace) -> str:
     """What the plot's runs are private for, in a few words."""
     covered = sorted(
-        {r.dp_covers for r in results if isinstance(r, TrainingResult) and r.privacy is not None}
+        {
+            r.dp_covers
+            for r in results
+            if isinstance(r, TrainingResult | FedPlusResult) and r.privacy is not None
+        }
     )
     if not covered:
         return "no DP"
@@ -565,7 +592,7 @@ def run(args: argparse.Namespace) -> int:
     results: list[AnyResult] = []
     for config in configs:
         label = _ALGORITHM_LABELS[_algorithm(config)]
-        if isinstance(config, TrainerConfig) and args.baseline and config.epsilon is None:
+        if isinstance(config, TrainerConfig | FedPlusConfig) and config.epsilon is None:
             label += " (no DP)"
 
         def progress(done: int, total: int, label: str = label) -> None:
@@ -597,7 +624,9 @@ def run(args: argparse.Namespace) -> int:
     for text in dict.fromkeys(_evaluation_text(result) for result in results):
         print(text)
     print(_table(results))
-    model_dp = [isinstance(r, TrainingResult) and r.config.model_dp for r in results]
+    model_dp = [
+        isinstance(r, TrainingResult | FedPlusResult) and r.config.model_dp for r in results
+    ]
     if all(model_dp):
         model_note = "every model here is DP (user-level, add/remove or replace-one as planned)"
     elif any(model_dp):

@@ -40,6 +40,7 @@ from protocols.aggregation.secure_average import (
     AverageSettings,
     EffectiveWeightError,
     ZeroWeightSumError,
+    secure_weighted_average,
 )
 from protocols.training._round_loop import (
     dropout_indices,
@@ -56,10 +57,18 @@ from protocols.training.models import (
     Model,
     MultinomialLogisticRegression,
 )
+from protocols.training.privacy import (
+    DEFAULT_DP_CLIP,
+    KLS21_ROUNDING_BETA,
+    RunPrivacyPlan,
+    ledger_entry,
+    planned_survivors,
+    privacy_report,
+)
 from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_results import ErrorSummary, RoundRecord
 from protocols.training.trainers import blas_thread_limit
-from secagg import TooFewSurvivorsError
+from secagg import HeadroomError, TooFewSurvivorsError
 from secagg.validation import (
     check_fraction,
     check_int,
@@ -146,7 +155,17 @@ class FedPlusConfig:
     secure, bits, update_clip
         Every sum through SecAgg(+) (default), its ring size (64 for the majorise–minimise
         iteration and RFA, whose weights reach α/δ), and the public clip of wₖ − w̃ (``None``:
-        the largest, simulator convenience).
+        :data:`~protocols.training.privacy.DEFAULT_DP_CLIP` under DP, else the largest, a
+        simulator convenience).
+    epsilon, delta, noise_seed
+        ``epsilon``: the whole run's (ε, δ)-DP budget on the global models (user-level,
+        add/remove): every secure average carries the clients' distributed discrete Gaussian
+        noise (KLS21's client procedure), planned before round 1 and paid from one
+        :class:`~dpquantile.PrivacyBudget`; every party weighs 1. Personal models never leave
+        their party. FedAvg+, FedProx and FedAvg (one average per round) and FedGeoMed+ and RFA
+        with ``aggregation_method="weiszfeld"`` (each of its K + 1 averages noised);
+        FedCoMed+'s per-coordinate sums have no noisy release (refused). ``None``: no DP.
+        ``noise_seed`` reseeds the noise only (``None``: from ``seed``).
     dropout
         Probability that a sampled party drops out before sending its masked input.
     eval_every
@@ -190,6 +209,9 @@ class FedPlusConfig:
     eval_every: int = 0
     seed: int = 0
     blas_threads: int | None = 1
+    epsilon: float | None = None
+    delta: float = 1e-5
+    noise_seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.algorithm not in FEDPLUS_ALGORITHMS:
@@ -241,6 +263,70 @@ class FedPlusConfig:
             raise TypeError("seed must be an int: every run is reproducible from its seed")
         if self.blas_threads is not None:
             check_int("blas_threads", self.blas_threads, minimum=1)
+        object.__setattr__(
+            self, "delta", check_fraction("delta", self.delta, zero=False, one=False)
+        )
+        if self.noise_seed is not None:
+            check_seed(self.noise_seed)
+        if self.epsilon is not None:
+            object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+            regularizer = _REGULARIZERS[self.algorithm]
+            if regularizer == "l1":
+                raise ValueError(
+                    f"epsilon: {self.algorithm}'s per-coordinate secure sums have no noisy "
+                    "release yet (DP is done for fedavg+, fedprox, fedavg, and fedgeomed+/rfa "
+                    "with aggregation_method='weiszfeld')"
+                )
+            if regularizer == "l2" and self._method == "moreau":
+                raise ValueError(
+                    f"epsilon: {self.algorithm} under DP needs aggregation_method='weiszfeld' "
+                    "(the same minimiser, each step one noisy secure average); the Moreau "
+                    "alternation has no noisy release"
+                )
+
+    @property
+    def _method(self) -> Literal["moreau", "weiszfeld"]:
+        return "weiszfeld" if self.algorithm == "rfa" else self.aggregation_method
+
+    @property
+    def model_dp(self) -> bool:
+        """Whether the global models carry DP noise (``epsilon`` is set).
+
+        Examples
+        --------
+        >>> FedPlusConfig().model_dp, FedPlusConfig(algorithm="fedprox", epsilon=5.0).model_dp
+        (False, True)
+        """
+        return self.epsilon is not None
+
+    @property
+    def clip(self) -> float | None:
+        """The public clip of wₖ − w̃: ``update_clip``, else the DP default under DP.
+
+        Examples
+        --------
+        >>> FedPlusConfig().clip is None, FedPlusConfig(algorithm="fedavg+", epsilon=5.0).clip
+        (True, 1.0)
+        """
+        if self.update_clip is not None or not self.model_dp:
+            return self.update_clip
+        return DEFAULT_DP_CLIP
+
+    @property
+    def averages_per_round(self) -> int:
+        """The most secure averages of the model one round releases (planned under DP).
+
+        Examples
+        --------
+        >>> FedPlusConfig(algorithm="fedavg+").averages_per_round
+        1
+        >>> config = FedPlusConfig(aggregation_method="weiszfeld", aggregation_iterations=3)
+        >>> config.averages_per_round
+        4
+        """
+        if _REGULARIZERS[self.algorithm] == "squared_l2" or self.aggregation_iterations == 0:
+            return 1
+        return self.aggregation_iterations + 1
 
     @property
     def kappa(self) -> float:
@@ -295,6 +381,9 @@ class FedPlusResult:
         Skipped rounds; party updates rejected for non-finite values.
     wall_time, seeds
         Seconds for the run; ``{"seed", "dataset_seed"}``.
+    rho_spent, epsilon_spent, privacy
+        Under DP (``config.epsilon``): the zCDP ρ spent, the (ε, δ) certified at
+        ``config.delta`` for the whole run, and the plan and ledger; ``None`` without DP.
 
     Examples
     --------
@@ -324,6 +413,24 @@ class FedPlusResult:
     rejected_updates: int
     wall_time: float
     seeds: dict[str, int] = field(default_factory=dict)
+    rho_spent: float | None = None
+    epsilon_spent: float | None = None
+    privacy: dict[str, Any] | None = None
+
+    @property
+    def dp_covers(self) -> str:
+        """What the run's ε covers: ``"global model"`` under DP, else ``"nothing (no DP)"``.
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic_iid
+        >>> data = synthetic_iid(num_clients=4, num_test_clients=0, seed=0)
+        >>> config = FedPlusConfig(algorithm="fedavg+", rounds=1, clients_per_round=4,
+        ...                        secure=False, epsilon=5.0)
+        >>> train_fedplus(config, data).dp_covers
+        'global model'
+        """
+        return "nothing (no DP)" if self.privacy is None else "global model"
 
     @property
     def accuracy(self) -> float:
@@ -357,8 +464,12 @@ class FedPlusResult:
             "upload_bytes": self.upload_bytes,
             "payload_bytes": self.payload_bytes,
             "rounds_skipped": self.rounds_skipped,
-            "dp_covers": "nothing (no DP)",  # no noisy release: no DP guarantee of any kind
-            "model_dp": False,
+            "dp_covers": self.dp_covers,
+            "model_dp": self.privacy is not None,
+            "rho_spent": self.rho_spent,
+            "epsilon_spent": self.epsilon_spent,
+            "delta": self.config.delta if self.privacy is not None else None,
+            "privacy": self.privacy,
             "rejected_updates": self.rejected_updates,
             "wall_time": self.wall_time,
             "seeds": dict(self.seeds),
@@ -463,6 +574,60 @@ class FedPlusTrainer:
         self.personal: dict[int, NDArray[np.float64]] = {}
         self.upload_bytes = 0
         self.payload_bytes = 0
+        self.privacy = self._plan_privacy()
+        self.budget = None if self.privacy is None else self.privacy.budget()
+        self.ledger: list[dict[str, object]] = []
+
+    def _plan_privacy(self) -> RunPrivacyPlan | None:
+        """Split the run's (ε, δ) over every planned average; refuse a ring too small for it."""
+        config = self.config
+        if config.epsilon is None:
+            return None
+        plan = RunPrivacyPlan.split(
+            "model",
+            epsilon=config.epsilon,
+            delta=config.delta,
+            rounds=config.rounds,
+            averages_per_round=config.averages_per_round,
+            survivors=planned_survivors(config.clients_per_round, config.dropout),
+        )
+        m, d = config.clients_per_round, self.global_parameters.size
+        try:  # the ring must hold m clients plus their noise: checked now, not in round 1
+            secure_weighted_average(
+                np.zeros((m, d)),
+                np.ones(m),
+                settings=self._settings(plan),
+                weight_cap=1.0,
+                secure=False,
+                seed=0,
+            )
+        except HeadroomError as error:
+            raise HeadroomError(
+                f"the planned noise does not fit bits={self._bits()}: {error}",
+                required_bits=error.required_bits,
+            ) from error
+        return plan
+
+    def _bits(self) -> int:
+        # Majorise–minimise weights span α/δ: 64-bit rings, as RFA in trainers.py.
+        squared = _REGULARIZERS[self.config.algorithm] == "squared_l2"
+        return 64 if self.config._method == "weiszfeld" and not squared else self.config.bits
+
+    def _settings(self, plan: RunPrivacyPlan | None) -> AverageSettings:
+        """The round's secure-average settings: under DP, KLS21's noisy, flattened rows (the
+        mean divides by the public survivor count; the Weiszfeld weights are not a count)."""
+        noise = None if plan is None else plan.noise()
+        if noise is None:
+            return AverageSettings(bits=self._bits(), clip=self.config.clip)
+        mean = _REGULARIZERS[self.config.algorithm] == "squared_l2"
+        return AverageSettings(
+            bits=self._bits(),
+            clip=self.config.clip,
+            noise=noise,
+            denominator="survivors" if mean else "released",
+            rotate=True,
+            rounding_beta=KLS21_ROUNDING_BETA,
+        )
 
     def _build_model(self) -> Model:
         config, data = self.config, self.dataset
@@ -548,19 +713,28 @@ class FedPlusTrainer:
             self.personal[sampled[int(row)].client_id] = new_models[row].copy()
         sizes = np.array([sampled[int(j)].num_train for j in keep], dtype=np.float64)
         train_loss = float(sizes @ losses[keep] / sizes.sum()) if keep.size else math.nan
-        alpha = sizes if config.weighting == "data" else np.ones(keep.size)
+        # Under DP every party counts once: its number of examples is a private, unbounded weight.
+        uniform = config.weighting == "uniform" or config.model_dp
+        alpha = np.ones(keep.size) if uniform else sizes
         dropped = dropout_indices(
             keep.size, config.dropout, seed=config.seed, purpose=_DROPOUT, index=index
         )
         dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
         reason: str | None = None
         survivors = sums = 0
-        method = "weiszfeld" if config.algorithm == "rfa" else config.aggregation_method
-        # Majorise–minimise weights span α/δ: 64-bit rings, as RFA in trainers.py.
-        bits = 64 if method == "weiszfeld" and regularizer != "squared_l2" else config.bits
+        method = config._method
+        bits = self._bits()
+        planned = None if self.privacy is None else self.privacy.survivors
+        spent_before = 0 if self.budget is None else len(self.budget.ledger)
         if keep.size < 2:
             reason = f"{keep.size} finite local model(s): a sum needs 2"
+        elif planned is not None and keep.size < planned:
+            reason = (
+                f"{keep.size} finite local model(s): the noise is planned for {planned} survivors "
+                "(nothing released, nothing spent)"
+            )
         else:
+            root = config.seed if config.noise_seed is None else config.noise_seed
             try:
                 aggregate = fedplus_aggregate(
                     new_models[keep] - centre,
@@ -571,9 +745,11 @@ class FedPlusTrainer:
                     max_iterations=config.aggregation_iterations,
                     tol=config.aggregation_tol,
                     secure=config.secure,
-                    settings=AverageSettings(bits=bits, clip=config.update_clip),
-                    seed=derived_seed(config.seed, _AGGREGATE, index),
+                    settings=self._settings(self.privacy),
+                    weight_cap=1.0 if config.model_dp else None,
+                    seed=derived_seed(root, _AGGREGATE, index),
                     dropouts=dropouts,
+                    budget=self.budget,
                 )
             except _ROUND_FAILURES as error:
                 reason = f"{type(error).__name__}: {error}"
@@ -587,6 +763,11 @@ class FedPlusTrainer:
                     self.global_parameters = centre + aggregate.aggregate
                 else:
                     reason = "the released aggregate is not finite"
+        if self.budget is not None:
+            self.ledger.extend(
+                ledger_entry(index, event, count)
+                for event, count in self.budget.ledger[spent_before:]
+            )
         return finish_round(
             index,
             sampled=m,
@@ -624,6 +805,7 @@ class FedPlusTrainer:
             )
             ids, personal, shared = self.personal_errors()
         curve.append((config.rounds, float(personal.mean())))
+        rho, epsilon, privacy = privacy_report(self.privacy, self.budget, self.ledger)
         return FedPlusResult(
             config=config,
             dataset=self.dataset.name,
@@ -644,6 +826,9 @@ class FedPlusTrainer:
             rejected_updates=sum(r.rejected for r in history),
             wall_time=time.perf_counter() - start,
             seeds={"seed": config.seed, "dataset_seed": self.dataset.seed},
+            rho_spent=rho,
+            epsilon_spent=epsilon,
+            privacy=privacy,
         )
 
 

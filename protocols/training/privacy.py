@@ -34,14 +34,28 @@ from dpquantile import (
     rho_for_epsilon,
 )
 from dpquantile.accounting import ZCDP
+from protocols.aggregation import DiscreteGaussianNoise
 
 __all__ = [
+    "AMPLIFICATION",
     "DEFAULT_DP_CLIP",
     "DP_SCOPES",
+    "KLS21_ROUNDING_BETA",
     "DPScope",
     "RunPrivacyPlan",
+    "ledger_entry",
     "planned_survivors",
+    "privacy_report",
 ]
+
+AMPLIFICATION = (
+    "not used: the clients cannot verify the server's sampling, so ε holds for any choice of "
+    "clients"
+)
+"""What every run's report says about amplification by subsampling."""
+
+KLS21_ROUNDING_BETA = math.exp(-0.5)
+"""KLS21's conditional-rounding β (their experiments' e^−1/2) for every noisy model average."""
 
 DPScope = Literal["model", "thresholds", "both"]
 DP_SCOPES: tuple[str, ...] = get_args(DPScope)
@@ -258,3 +272,69 @@ class RunPrivacyPlan:
             "threshold_share": self.threshold_share if self.scope == "both" else None,
             "neighbouring": self.neighbouring,
         }
+
+    def noise(self) -> DiscreteGaussianNoise | None:
+        """The distributed discrete Gaussian of each model average, or ``None`` (no model DP).
+
+        Examples
+        --------
+        >>> plan = RunPrivacyPlan.split("model", epsilon=1.0, delta=1e-5, rounds=2,
+        ...                             averages_per_round=1, survivors=4)
+        >>> noise = plan.noise()
+        >>> noise.min_survivors, noise.neighbouring, noise.rho == plan.average_rho
+        (4, 'add_remove', True)
+        """
+        if self.average_rho is None:
+            return None
+        return DiscreteGaussianNoise(
+            rho=self.average_rho, min_survivors=self.survivors, neighbouring=self.neighbouring
+        )
+
+
+def ledger_entry(index: int, event: object, count: int) -> dict[str, object]:
+    """One spend of a run's budget in round ``index``, as a JSON record.
+
+    Examples
+    --------
+    >>> ledger_entry(3, ZCDP(0.5), 1)
+    {'round': 3, 'event': 'ZCDP', 'count': 1, 'rho': 0.5, 'relation': 'add_remove'}
+    """
+    record: dict[str, object] = {"round": index, "event": type(event).__name__, "count": count}
+    for name in ("rho", "relation", "num_clients", "sigma", "dimension", "l2_sensitivity"):
+        value = getattr(event, name, None)
+        if value is not None:
+            record[name] = value
+    return record
+
+
+def privacy_report(
+    plan: RunPrivacyPlan | None,
+    budget: PrivacyBudget | None,
+    ledger: list[dict[str, object]],
+) -> tuple[float | None, float | None, dict[str, object] | None]:
+    """A run's (ρ spent, ε certified at the plan's δ, JSON ``privacy`` record); ``None`` × 3
+    without DP (never ε = 0 for a run that has none).
+
+    Examples
+    --------
+    >>> plan = RunPrivacyPlan.split("model", epsilon=1.0, delta=1e-5, rounds=1,
+    ...                             averages_per_round=1, survivors=4)
+    >>> budget = plan.budget()
+    >>> rho, epsilon, record = privacy_report(plan, budget, [])
+    >>> rho, epsilon, sorted(record)
+    (0.0, 0.0, ['amplification_by_subsampling', 'ledger', 'plan'])
+    >>> privacy_report(None, None, [])
+    (None, None, None)
+    """
+    if plan is None or budget is None:
+        return None, None, None
+    spent = budget.accountant
+    epsilon = spent.epsilon(plan.delta) if spent.rho > 0 else 0.0
+    record: dict[str, object] = {
+        "plan": plan.to_dict(),
+        "ledger": list(ledger),
+        "amplification_by_subsampling": AMPLIFICATION,
+    }
+    if math.isinf(epsilon):
+        record["reason"] = spent.certificate(plan.delta).reason
+    return spent.rho, epsilon, record

@@ -57,7 +57,13 @@ from protocols.training.corruption import (
 )
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.models import MLP, Classifier, MultinomialLogisticRegression
-from protocols.training.privacy import RunPrivacyPlan, planned_survivors
+from protocols.training.privacy import (
+    KLS21_ROUNDING_BETA,
+    RunPrivacyPlan,
+    ledger_entry,
+    planned_survivors,
+    privacy_report,
+)
 from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_config import TrainerConfig
 from protocols.training.trainer_results import ErrorSummary, RoundRecord, TrainingResult
@@ -79,8 +85,6 @@ ProgressCallback = Callable[[int, int], None]
 
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _SGD, _DROPOUT, _CORRUPT, _AGGREGATE, _CORRUPT_SELECT = range(1, 7)
-# KLS21's conditional-rounding parameter (their experiments' β = e^-1/2).
-_KLS21_BETA = math.exp(-0.5)
 # Rounds are skipped on these: nothing was released, the model is kept.
 _ROUND_FAILURES = (
     TooFewSurvivorsError,
@@ -274,11 +278,7 @@ class FederatedTrainer:
         count's SD is tens of clients at ε = 5 over 100 rounds); RFA's Weiszfeld weights are not
         a count, so it divides by the released (noisy) weight sum.
         """
-        noise = None
-        if plan is not None and plan.average_rho is not None:
-            noise = DiscreteGaussianNoise(
-                rho=plan.average_rho, min_survivors=plan.survivors, neighbouring=plan.neighbouring
-            )
+        noise = None if plan is None else plan.noise()
         config = self.config
         fixed = noise is not None and config.algorithm in ("fedavg", "deltafl")
         return AverageSettings(
@@ -292,7 +292,7 @@ class FederatedTrainer:
             denominator_share=config.theta if fixed and config.algorithm == "deltafl" else 1.0,
             # KLS21's client procedure: flatten, then conditional rounding (their β).
             rotate=noise is not None,
-            rounding_beta=_KLS21_BETA if noise is not None else None,
+            rounding_beta=KLS21_ROUNDING_BETA if noise is not None else None,
         )
 
     @property
@@ -633,7 +633,7 @@ class FederatedTrainer:
                 outcome = _Aggregate(None, 0, 0, 0, f"{type(error).__name__}: {error}")
         if self.budget is not None:
             self.ledger.extend(
-                _ledger_entry(index, event, count)
+                ledger_entry(index, event, count)
                 for event, count in self.budget.ledger[spent_before:]
             )
         reason = outcome.skip_reason
@@ -698,15 +698,7 @@ class FederatedTrainer:
                     progress(index + 1, config.rounds)
             final_loss = self.train_loss()
             errors = self.client_errors()
-        rho: float | None = None
-        epsilon: float | None = None
-        certificate: dict[str, object] = {}
-        if self.budget is not None:
-            spent = self.budget.accountant
-            rho = spent.rho
-            epsilon = spent.epsilon(config.delta) if rho > 0 else 0.0
-            if math.isinf(epsilon):
-                certificate["reason"] = spent.certificate(config.delta).reason
+        rho, epsilon, privacy = privacy_report(self.privacy, self.budget, self.ledger)
         return TrainingResult(
             config=config,
             dataset=self.dataset.name,
@@ -733,26 +725,8 @@ class FederatedTrainer:
                 "dataset_seed": self.dataset.seed,
                 "corruption_seed": self.corruption_seed,
             },
-            privacy=None
-            if self.privacy is None
-            else {
-                "plan": self.privacy.to_dict(),
-                "ledger": list(self.ledger),
-                "amplification_by_subsampling": "not used: the clients cannot verify the "
-                "server's sampling, so ε holds for any choice of clients",
-                **certificate,
-            },
+            privacy=privacy,
         )
-
-
-def _ledger_entry(index: int, event: object, count: int) -> dict[str, object]:
-    """One spend of the run's budget, as a JSON record."""
-    record: dict[str, object] = {"round": index, "event": type(event).__name__, "count": count}
-    for name in ("rho", "relation", "num_clients", "sigma", "dimension", "l2_sensitivity"):
-        value = getattr(event, name, None)
-        if value is not None:
-            record[name] = value
-    return record
 
 
 def train(

@@ -213,11 +213,11 @@ def test_coordinate_average_too_few_survivors() -> None:
         ({"regularizer": "l1", "smoothing": 1.0, "tol": -1.0}, "tol must be non-negative"),
         (
             {
-                "regularizer": "l2",
+                "regularizer": "l2",  # the Moreau alternation (the default method)
                 "smoothing": 1.0,
                 "settings": AverageSettings(clip=1.0, noise=DiscreteGaussianNoise(rho=1.0)),
             },
-            "carries no noise",
+            "has no noisy release",
         ),
     ],
 )
