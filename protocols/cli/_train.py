@@ -82,9 +82,10 @@ _ALGORITHM_LABELS = {
 # Fed+ (personalised; FedProx is its non-personalised baseline) and FFGB run their own trainers.
 _FEDPLUS = ("fedavg+", "fedgeomed+", "fedcomed+", "fedprox")
 _FFGB = ("ffgb", "ffgb-c", "ffgb-l")
-# Fed+ algorithms whose global model can carry the clients' noise (FedGeoMed+ through the
-# Weiszfeld iteration, the same minimiser as the paper's Moreau alternation).
-_FEDPLUS_DP = ("fedavg+", "fedgeomed+", "fedprox")
+# The Fed+ and FFGB algorithms whose model can carry the clients' noise (FedGeoMed+ through the
+# Weiszfeld iteration, the same minimiser as the paper's Moreau alternation; FFGB through its
+# shared Fourier basis). FedCoMed+'s per-coordinate sums have no noisy release.
+_OTHERS_WITH_DP = ("fedavg+", "fedgeomed+", "fedprox", *_FFGB)
 _CHOICES = (*ALGORITHMS, *_FEDPLUS, *_FFGB)
 AnyConfig = TrainerConfig | FedPlusConfig | FFGBConfig
 AnyResult = TrainingResult | FedPlusResult | FFGBResult
@@ -214,8 +215,8 @@ def register(subparsers: Any) -> None:
         "private threshold too, so it runs 'both'), 'thresholds' "
         "(Δ-FL's loss quantiles only: the model has NO DP), 'both' (Δ-FL; others: model), "
         "'none'; 'auto' (default) = the model for FedAvg, RFA, FedAvg+, FedProx and FedGeoMed+ "
-        "(Weiszfeld), both for Δ-FL with θ < 1; FedCoMed+ and FFGB have no DP yet and run "
-        "without",
+        "(Weiszfeld) and FFGB (its Fourier coefficients, clip FFGB_DP_CLIP), both for Δ-FL with "
+        "θ < 1; FedCoMed+ has no DP yet and runs without",
     )
     parser.add_argument(
         "--dp-clip",
@@ -311,10 +312,10 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             "one; use --dp model"
         )
     dp_requested = args.dp in ("model", "both") and not args.no_dp
-    without_dp = sorted(set(others) - set(_FEDPLUS_DP))
+    without_dp = sorted(set(others) - set(_OTHERS_WITH_DP))
     if args.dp == _DP_AUTO and not args.no_dp:
         # auto: model DP wherever the trainer has it
-        dp_requested = bool(trainers) or bool(set(others) & set(_FEDPLUS_DP))
+        dp_requested = bool(trainers) or bool(set(others) & set(_OTHERS_WITH_DP))
     elif dp_requested and without_dp:
         raise CommandError(
             f"--dp {args.dp}: DP for {', '.join(without_dp)} is not done yet (no noisy release "
@@ -355,7 +356,7 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]
         if name in _FEDPLUS:
             fedplus = FedPlusConfig(algorithm=name, model=args.model, **shared, **local)  # type: ignore[arg-type]
             scope = "none" if args.no_dp else args.dp
-            if name in _FEDPLUS_DP and scope in (_DP_AUTO, "model", "both"):
+            if name in _OTHERS_WITH_DP and scope in (_DP_AUTO, "model", "both"):
                 dp_config = fedplus.with_changes(
                     epsilon=args.epsilon,
                     delta=args.delta,
@@ -372,7 +373,15 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]
             else:
                 configs.append(fedplus)
         elif name in _FFGB:
-            configs.append(FFGBConfig(variant=name, **shared))  # type: ignore[arg-type]
+            ffgb = FFGBConfig(variant=name, **shared)  # type: ignore[arg-type]
+            if not args.no_dp and args.dp in (_DP_AUTO, "model", "both"):
+                # FFGB clips its Fourier coefficients (FFGB_DP_CLIP), not a model update.
+                private = ffgb.with_changes(epsilon=args.epsilon, delta=args.delta)
+                configs.append(private)
+                if args.baseline:
+                    configs.append(ffgb.with_changes(coefficient_clip=private.clip))
+            else:
+                configs.append(ffgb)
         else:
             config = _trainer_config(args, name)
             configs.append(config)
@@ -438,10 +447,8 @@ def _algorithm(config: AnyConfig) -> str:
 def _label(result: AnyResult) -> str:
     config = result.config
     label = _ALGORITHM_LABELS[_algorithm(config)]
-    if isinstance(config, FedPlusConfig):
+    if isinstance(config, FedPlusConfig | FFGBConfig):
         return label + (" no DP" if config.epsilon is None else f" ε={config.epsilon:g} model")
-    if not isinstance(config, TrainerConfig):
-        return label
     if config.algorithm == "deltafl":
         label += f" θ={config.theta:g}"
     if config.epsilon is not None:
@@ -489,7 +496,7 @@ def _table(results: list[AnyResult]) -> str:
     for result in results:
         errors = result.errors
         empty, rho, epsilon, covers = "—", "no DP", "—", "nothing (no DP)"
-        if isinstance(result, TrainingResult | FedPlusResult):
+        if isinstance(result, TrainingResult | FedPlusResult | FFGBResult):
             if result.rho_spent is not None and result.epsilon_spent is not None:
                 rho, epsilon = f"{result.rho_spent:.3g}", f"{result.epsilon_spent:.3g}"
             covers = result.dp_covers
@@ -513,7 +520,7 @@ def _privacy_title(results: list[AnyResult], args: argparse.Namespace) -> str:
         {
             r.dp_covers
             for r in results
-            if isinstance(r, TrainingResult | FedPlusResult) and r.privacy is not None
+            if isinstance(r, TrainingResult | FedPlusResult | FFGBResult) and r.privacy is not None
         }
     )
     if not covered:
@@ -592,7 +599,10 @@ def run(args: argparse.Namespace) -> int:
     results: list[AnyResult] = []
     for config in configs:
         label = _ALGORITHM_LABELS[_algorithm(config)]
-        if isinstance(config, TrainerConfig | FedPlusConfig) and config.epsilon is None:
+        if (
+            isinstance(config, TrainerConfig | FedPlusConfig | FFGBConfig)
+            and config.epsilon is None
+        ):
             label += " (no DP)"
 
         def progress(done: int, total: int, label: str = label) -> None:
@@ -625,7 +635,8 @@ def run(args: argparse.Namespace) -> int:
         print(text)
     print(_table(results))
     model_dp = [
-        isinstance(r, TrainingResult | FedPlusResult) and r.config.model_dp for r in results
+        isinstance(r, TrainingResult | FedPlusResult | FFGBResult) and r.config.model_dp
+        for r in results
     ]
     if all(model_dp):
         model_note = "every model here is DP (user-level, add/remove or replace-one as planned)"

@@ -40,7 +40,6 @@ from protocols.aggregation.secure_average import (
     AverageSettings,
     EffectiveWeightError,
     ZeroWeightSumError,
-    secure_weighted_average,
 )
 from protocols.training._round_loop import (
     dropout_indices,
@@ -57,18 +56,11 @@ from protocols.training.models import (
     Model,
     MultinomialLogisticRegression,
 )
-from protocols.training.privacy import (
-    DEFAULT_DP_CLIP,
-    KLS21_ROUNDING_BETA,
-    RunPrivacyPlan,
-    ledger_entry,
-    planned_survivors,
-    privacy_report,
-)
+from protocols.training.privacy import DEFAULT_DP_CLIP, ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_results import ErrorSummary, RoundRecord
 from protocols.training.trainers import blas_thread_limit
-from secagg import HeadroomError, TooFewSurvivorsError
+from secagg import TooFewSurvivorsError
 from secagg.validation import (
     check_fraction,
     check_int,
@@ -574,60 +566,32 @@ class FedPlusTrainer:
         self.personal: dict[int, NDArray[np.float64]] = {}
         self.upload_bytes = 0
         self.payload_bytes = 0
-        self.privacy = self._plan_privacy()
-        self.budget = None if self.privacy is None else self.privacy.budget()
-        self.ledger: list[dict[str, object]] = []
-
-    def _plan_privacy(self) -> RunPrivacyPlan | None:
-        """Split the run's (ε, δ) over every planned average; refuse a ring too small for it."""
-        config = self.config
-        if config.epsilon is None:
-            return None
-        plan = RunPrivacyPlan.split(
-            "model",
-            epsilon=config.epsilon,
-            delta=config.delta,
-            rounds=config.rounds,
-            averages_per_round=config.averages_per_round,
-            survivors=planned_survivors(config.clients_per_round, config.dropout),
-        )
-        m, d = config.clients_per_round, self.global_parameters.size
-        try:  # the ring must hold m clients plus their noise: checked now, not in round 1
-            secure_weighted_average(
-                np.zeros((m, d)),
-                np.ones(m),
-                settings=self._settings(plan),
-                weight_cap=1.0,
-                secure=False,
-                seed=0,
+        self.privacy: ModelPrivacy | None = None
+        if config.epsilon is not None:
+            assert config.clip is not None  # the DP default when none is given
+            self.privacy = ModelPrivacy.plan_for(
+                epsilon=config.epsilon,
+                delta=config.delta,
+                rounds=config.rounds,
+                averages_per_round=config.averages_per_round,
+                participants=config.clients_per_round,
+                dropout=config.dropout,
+                dimension=self.global_parameters.size,
+                bits=self._bits(),
+                clip=config.clip,
             )
-        except HeadroomError as error:
-            raise HeadroomError(
-                f"the planned noise does not fit bits={self._bits()}: {error}",
-                required_bits=error.required_bits,
-            ) from error
-        return plan
 
     def _bits(self) -> int:
         # Majorise–minimise weights span α/δ: 64-bit rings, as RFA in trainers.py.
         squared = _REGULARIZERS[self.config.algorithm] == "squared_l2"
         return 64 if self.config._method == "weiszfeld" and not squared else self.config.bits
 
-    def _settings(self, plan: RunPrivacyPlan | None) -> AverageSettings:
-        """The round's secure-average settings: under DP, KLS21's noisy, flattened rows (the
-        mean divides by the public survivor count; the Weiszfeld weights are not a count)."""
-        noise = None if plan is None else plan.noise()
-        if noise is None:
+    def _settings(self) -> AverageSettings:
+        """The round's secure-average settings: under DP, KLS21's noisy rows (the mean divides
+        by the public survivor count; the Weiszfeld weights are not a count)."""
+        if self.privacy is None:
             return AverageSettings(bits=self._bits(), clip=self.config.clip)
-        mean = _REGULARIZERS[self.config.algorithm] == "squared_l2"
-        return AverageSettings(
-            bits=self._bits(),
-            clip=self.config.clip,
-            noise=noise,
-            denominator="survivors" if mean else "released",
-            rotate=True,
-            rounding_beta=KLS21_ROUNDING_BETA,
-        )
+        return self.privacy.settings(mean=_REGULARIZERS[self.config.algorithm] == "squared_l2")
 
     def _build_model(self) -> Model:
         config, data = self.config, self.dataset
@@ -724,15 +688,13 @@ class FedPlusTrainer:
         survivors = sums = 0
         method = config._method
         bits = self._bits()
-        planned = None if self.privacy is None else self.privacy.survivors
-        spent_before = 0 if self.budget is None else len(self.budget.ledger)
+        privacy = self.privacy
+        if privacy is not None:
+            privacy.begin_round()
         if keep.size < 2:
             reason = f"{keep.size} finite local model(s): a sum needs 2"
-        elif planned is not None and keep.size < planned:
-            reason = (
-                f"{keep.size} finite local model(s): the noise is planned for {planned} survivors "
-                "(nothing released, nothing spent)"
-            )
+        elif privacy is not None and privacy.shortfall(int(keep.size)) is not None:
+            reason = privacy.shortfall(int(keep.size))
         else:
             root = config.seed if config.noise_seed is None else config.noise_seed
             try:
@@ -745,11 +707,11 @@ class FedPlusTrainer:
                     max_iterations=config.aggregation_iterations,
                     tol=config.aggregation_tol,
                     secure=config.secure,
-                    settings=self._settings(self.privacy),
-                    weight_cap=1.0 if config.model_dp else None,
+                    settings=self._settings(),
+                    weight_cap=1.0 if privacy is not None else None,
                     seed=derived_seed(root, _AGGREGATE, index),
                     dropouts=dropouts,
-                    budget=self.budget,
+                    budget=None if privacy is None else privacy.budget,
                 )
             except _ROUND_FAILURES as error:
                 reason = f"{type(error).__name__}: {error}"
@@ -763,11 +725,8 @@ class FedPlusTrainer:
                     self.global_parameters = centre + aggregate.aggregate
                 else:
                     reason = "the released aggregate is not finite"
-        if self.budget is not None:
-            self.ledger.extend(
-                ledger_entry(index, event, count)
-                for event, count in self.budget.ledger[spent_before:]
-            )
+        if privacy is not None:
+            privacy.end_round(index)
         return finish_round(
             index,
             sampled=m,
@@ -805,7 +764,9 @@ class FedPlusTrainer:
             )
             ids, personal, shared = self.personal_errors()
         curve.append((config.rounds, float(personal.mean())))
-        rho, epsilon, privacy = privacy_report(self.privacy, self.budget, self.ledger)
+        rho, epsilon, privacy = (
+            (None, None, None) if self.privacy is None else self.privacy.report()
+        )
         return FedPlusResult(
             config=config,
             dataset=self.dataset.name,

@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+import numpy as np
+
 from dpquantile import (
     BudgetExceededError,
     Neighbouring,
@@ -34,7 +36,8 @@ from dpquantile import (
     rho_for_epsilon,
 )
 from dpquantile.accounting import ZCDP
-from protocols.aggregation import DiscreteGaussianNoise
+from protocols.aggregation import AverageSettings, DiscreteGaussianNoise, secure_weighted_average
+from secagg import HeadroomError
 
 __all__ = [
     "AMPLIFICATION",
@@ -42,6 +45,7 @@ __all__ = [
     "DP_SCOPES",
     "KLS21_ROUNDING_BETA",
     "DPScope",
+    "ModelPrivacy",
     "RunPrivacyPlan",
     "ledger_entry",
     "planned_survivors",
@@ -338,3 +342,121 @@ def privacy_report(
     if math.isinf(epsilon):
         record["reason"] = spent.certificate(plan.delta).reason
     return spent.rho, epsilon, record
+
+
+class ModelPrivacy:
+    """Model DP for a trainer whose every release is one noisy secure average per call: the
+    run's plan, its one budget, the ledger, and the settings of each noisy average.
+
+    Parameters
+    ----------
+    plan
+        A ``"model"`` :class:`RunPrivacyPlan`.
+    bits
+        The ring size of the averages.
+    clip
+        The public L2 clip of each contribution.
+
+    Examples
+    --------
+    >>> privacy = ModelPrivacy.plan_for(epsilon=5.0, delta=1e-5, rounds=2, averages_per_round=1,
+    ...                                 participants=10, dropout=0.0, dimension=4, bits=32,
+    ...                                 clip=1.0)
+    >>> privacy.shortfall(9)
+    '9 contribution(s): the noise is planned for 10 survivors (nothing released, nothing spent)'
+    >>> settings = privacy.settings(mean=True)
+    >>> settings.denominator, settings.rotate, settings.noise.rho == privacy.plan.average_rho
+    ('survivors', True, True)
+    """
+
+    def __init__(self, plan: RunPrivacyPlan, *, bits: int, clip: float) -> None:
+        if plan.average_rho is None:
+            raise ValueError("ModelPrivacy needs a plan that noises the model averages")
+        self.plan = plan
+        self.bits = bits
+        self.clip = clip
+        self.budget = plan.budget()
+        self.ledger: list[dict[str, object]] = []
+        self._mark = 0
+
+    @classmethod
+    def plan_for(
+        cls,
+        *,
+        epsilon: float,
+        delta: float,
+        rounds: int,
+        averages_per_round: int,
+        participants: int,
+        dropout: float,
+        dimension: int,
+        bits: int,
+        clip: float,
+    ) -> ModelPrivacy:
+        """Split (ε, δ) before round 1 and check the ring holds ``participants`` noisy rows.
+
+        Raises
+        ------
+        secagg.HeadroomError
+            If ``bits`` cannot hold the planned noise (before any training).
+        """
+        plan = RunPrivacyPlan.split(
+            "model",
+            epsilon=epsilon,
+            delta=delta,
+            rounds=rounds,
+            averages_per_round=averages_per_round,
+            survivors=planned_survivors(participants, dropout),
+        )
+        privacy = cls(plan, bits=bits, clip=clip)
+        try:
+            secure_weighted_average(
+                np.zeros((participants, dimension)),
+                np.ones(participants),
+                settings=privacy.settings(mean=True),
+                weight_cap=1.0,
+                secure=False,
+                seed=0,
+            )
+        except HeadroomError as error:
+            raise HeadroomError(
+                f"the planned noise does not fit bits={bits}: {error}",
+                required_bits=error.required_bits,
+            ) from error
+        return privacy
+
+    def settings(self, *, mean: bool) -> AverageSettings:
+        """KLS21's noisy, flattened, conditionally rounded average; ``mean``: every weight is 1
+        and the sum is divided by the public survivor count (else by the released weight sum)."""
+        return AverageSettings(
+            bits=self.bits,
+            clip=self.clip,
+            noise=self.plan.noise(),
+            denominator="survivors" if mean else "released",
+            rotate=True,
+            rounding_beta=KLS21_ROUNDING_BETA,
+        )
+
+    def shortfall(self, available: int) -> str | None:
+        """Why a round with ``available`` contributions is withheld, or ``None``."""
+        if available >= self.plan.survivors:
+            return None
+        return (
+            f"{available} contribution(s): the noise is planned for {self.plan.survivors} "
+            "survivors (nothing released, nothing spent)"
+        )
+
+    def begin_round(self) -> None:
+        """Mark the ledger: :meth:`end_round` records what the round spent after this."""
+        self._mark = len(self.budget.ledger)
+
+    def end_round(self, index: int) -> None:
+        """Append the round's spends to :attr:`ledger`."""
+        self.ledger.extend(
+            ledger_entry(index, event, count) for event, count in self.budget.ledger[self._mark :]
+        )
+        self._mark = len(self.budget.ledger)
+
+    def report(self) -> tuple[float | None, float | None, dict[str, object] | None]:
+        """:func:`privacy_report` of the run so far."""
+        return privacy_report(self.plan, self.budget, self.ledger)
