@@ -233,6 +233,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--no-dp", action="store_true", help="no DP at all (same as --dp none)")
     parser.add_argument(
+        "--adaptive-clip",
+        action="store_true",
+        help="under model DP, let FedAvg's, Δ-FL's and RFA's clip follow the median update norm "
+        "(Andrew et al. 2021: a noisy count per round, paid from 10 %% of the budget), starting "
+        "from --dp-clip",
+    )
+    parser.add_argument(
         "--baseline",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -330,6 +337,11 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             )
         if args.dp_clip is not None and not dp_requested:
             raise CommandError("--dp-clip is the clip of model DP: use it with --dp model/both")
+    if args.adaptive_clip and (not dp_requested or not trainers):
+        raise CommandError(
+            "--adaptive-clip adapts the clip of model DP for fedavg, deltafl, rfa and rfa1: "
+            "choose one of them with --dp model/both/auto"
+        )
 
 
 def _fill_dataset_defaults(args: argparse.Namespace) -> None:
@@ -349,6 +361,7 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]
         "secure": args.secure,
         "dropout": args.dropout,
         "seed": args.seed,
+        "bits": args.bits,
     }
     local = {"local_steps": args.local_steps, "batch_size": args.batch_size, "lr": args.lr}
     configs: list[AnyConfig] = []
@@ -389,7 +402,12 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]
                 # The same run without DP: same seeds and, for a like-for-like model, the same
                 # public clip (under model DP), so the difference is the noise alone.
                 clip = config.clip if config.model_dp else config.update_clip
-                configs.append(dataclasses.replace(config, epsilon=None, dp=None, update_clip=clip))
+                # (With --adaptive-clip the twin keeps the initial clip fixed.)
+                configs.append(
+                    dataclasses.replace(
+                        config, epsilon=None, dp=None, update_clip=clip, adaptive_clip=False
+                    )
+                )
     return configs
 
 
@@ -422,6 +440,7 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
         epsilon=None if scope == "none" else args.epsilon,
         dp=None if scope == "none" else cast("DPScope", scope),
         update_clip=args.dp_clip,
+        adaptive_clip=args.adaptive_clip and scope in ("model", "both"),
         bits=args.bits,
         threshold_method=args.threshold_method,
         **common,

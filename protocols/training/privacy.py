@@ -126,6 +126,8 @@ class RunPrivacyPlan:
         The fraction of ρ given to the thresholds under ``"both"``.
     neighbouring
         The relation every event is stated for.
+    clip_rho
+        ρ of each round's adaptive-clip count (``None``: a fixed clip).
 
     Examples
     --------
@@ -148,6 +150,7 @@ class RunPrivacyPlan:
     survivors: int
     threshold_share: float
     neighbouring: Neighbouring
+    clip_rho: float | None = None
 
     @classmethod
     def split(
@@ -160,8 +163,12 @@ class RunPrivacyPlan:
         averages_per_round: int,
         survivors: int,
         threshold_share: float = 0.5,
+        clip_share: float | None = None,
     ) -> RunPrivacyPlan:
         """Split (ε, δ) over ``rounds`` rounds of the releases ``scope`` names.
+
+        ``clip_share`` (model DP only): the fraction of ρ for one adaptive-clip count per round
+        (Andrew et al. 2021); the rest is split as without it.
 
         Raises
         ------
@@ -182,9 +189,19 @@ class RunPrivacyPlan:
         if not 0.0 < threshold_share < 1.0:
             raise ValueError(f"threshold_share must lie in (0, 1); got {threshold_share!r}")
         rho = rho_for_epsilon(epsilon, delta) * _PLAN_MARGIN
+        clip_rho = None
+        rest = rho
+        if clip_share is not None:
+            if scope == "thresholds" or not 0.0 < clip_share < 1.0:
+                raise ValueError(
+                    f"clip_share must lie in (0, 1) and needs model DP; got {clip_share!r} "
+                    f"with scope {scope!r}"
+                )
+            clip_rho = clip_share * rho / rounds
+            rest = (1.0 - clip_share) * rho
         share = {"thresholds": 1.0, "model": 0.0, "both": threshold_share}[scope]
-        threshold_rho = share * rho / rounds if share > 0 else None
-        average_rho = (1.0 - share) * rho / (rounds * averages_per_round) if share < 1 else None
+        threshold_rho = share * rest / rounds if share > 0 else None
+        average_rho = (1.0 - share) * rest / (rounds * averages_per_round) if share < 1 else None
         plan = cls(
             scope=scope,
             epsilon=epsilon,
@@ -197,6 +214,7 @@ class RunPrivacyPlan:
             survivors=survivors,
             threshold_share=threshold_share,
             neighbouring="add_remove" if scope == "model" else "replace_one",
+            clip_rho=clip_rho,
         )
         budget = plan.budget()
         schedule = plan.schedule()
@@ -248,7 +266,9 @@ class RunPrivacyPlan:
         True
         """
         total = self.rounds * (
-            (self.threshold_rho or 0.0) + self.averages_per_round * (self.average_rho or 0.0)
+            (self.threshold_rho or 0.0)
+            + self.averages_per_round * (self.average_rho or 0.0)
+            + (self.clip_rho or 0.0)
         )
         return ZCDP(total, neighbouring=self.neighbouring)
 
@@ -275,6 +295,7 @@ class RunPrivacyPlan:
             "planned_survivors": self.survivors,
             "threshold_share": self.threshold_share if self.scope == "both" else None,
             "neighbouring": self.neighbouring,
+            "clip_rho_per_round": self.clip_rho,
         }
 
     def noise(self) -> DiscreteGaussianNoise | None:

@@ -25,6 +25,7 @@ secure averages bit for bit.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import logging
 import math
@@ -194,6 +195,14 @@ class FederatedTrainer:
             if config.loss_upper is not None
             else 2.0 * math.log(dataset.num_classes)
         )
+        self.clip_tracker: QuantileTracker | None = None
+        self.clip_history: list[float] = []
+        if config.adaptive_clip:
+            assert config.clip is not None  # model DP: the public default at least
+            # The γ-quantile of the update norms: a tracker of the (1 − θ)-quantile, θ = 1 − γ.
+            self.clip_tracker = QuantileTracker(
+                theta=1.0 - config.clip_quantile, initial=config.clip, rate=config.clip_rate
+            )
         if config.tracks_threshold:
             # C₀ = ln C: the loss of a uniform prediction, public (the zero model's loss).
             self.tracker = QuantileTracker(
@@ -211,6 +220,45 @@ class FederatedTrainer:
         if config.model == "mlp":
             return MLP(data.num_features, config.hidden, data.num_classes, seed=config.seed)
         return MultinomialLogisticRegression(data.num_features, data.num_classes)
+
+    @property
+    def current_clip(self) -> float | None:
+        """The update clip in force this round: the adaptive clip's, else ``config.clip``.
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic_iid
+        >>> data = synthetic_iid(num_clients=4, num_test_clients=0, seed=0)
+        >>> config = TrainerConfig(clients_per_round=4, epsilon=5.0, adaptive_clip=True)
+        >>> FederatedTrainer(data, config).current_clip
+        1.0
+        """
+        tracker = getattr(self, "clip_tracker", None)  # None while the plan is checked
+        return self.config.clip if tracker is None else tracker.threshold
+
+    def _step_clip(
+        self, updates: NDArray[np.float64], seed: int, dropouts: dict[str, list[int]] | None
+    ) -> int:
+        """The adaptive clip's noisy count of norms below the clip in force; return sums run."""
+        plan, tracker = self.privacy, self.clip_tracker
+        if tracker is None or plan is None or plan.clip_rho is None:
+            return 0
+        self.clip_history.append(tracker.threshold)
+        noise = DiscreteGaussianNoise(
+            rho=plan.clip_rho, min_survivors=plan.survivors, neighbouring=plan.neighbouring
+        )
+        try:
+            tracker.update(
+                np.linalg.norm(updates, axis=1),
+                settings=AverageSettings(clip=1.0, noise=noise, rotate=False),
+                secure=self.config.secure,
+                seed=derived_seed(seed, 2),
+                dropouts=dropouts,
+                budget=self.budget,
+            )
+        except _ROUND_FAILURES as error:
+            logger.info("the clip's count failed (clip kept): %s", error)
+        return 1
 
     def _averages_per_round(self) -> int:
         """The most secure averages of the model one round can release."""
@@ -242,6 +290,7 @@ class FederatedTrainer:
             averages_per_round=self._averages_per_round(),
             survivors=planned_survivors(config.clients_per_round, config.dropout),
             threshold_share=config.dp_threshold_share,
+            clip_share=config.clip_share if config.adaptive_clip else None,
         )
         if plan.average_rho is not None and config.algorithm in ("fedavg", "deltafl"):
             # The ring must hold m clients plus their noise: checked now, not at round 1.
@@ -283,7 +332,7 @@ class FederatedTrainer:
         fixed = noise is not None and config.algorithm in ("fedavg", "deltafl")
         return AverageSettings(
             bits=bits,
-            clip=self.config.clip,
+            clip=self.current_clip,
             noise=noise,
             neighbors=neighbors,
             threshold=threshold,
@@ -631,6 +680,9 @@ class FederatedTrainer:
                 outcome = self._aggregate(index, kept_updates, alpha, kept_losses, dropouts)
             except _ROUND_FAILURES as error:
                 outcome = _Aggregate(None, 0, 0, 0, f"{type(error).__name__}: {error}")
+            root = config.seed if config.noise_seed is None else config.noise_seed
+            counted = self._step_clip(kept_updates, derived_seed(root, _AGGREGATE, index), dropouts)
+            outcome = dataclasses.replace(outcome, secure_sums=outcome.secure_sums + counted)
         if self.budget is not None:
             self.ledger.extend(
                 ledger_entry(index, event, count)
@@ -699,6 +751,9 @@ class FederatedTrainer:
             final_loss = self.train_loss()
             errors = self.client_errors()
         rho, epsilon, privacy = privacy_report(self.privacy, self.budget, self.ledger)
+        if privacy is not None and self.clip_tracker is not None:
+            # The clip in force in each round, then the one a next round would use.
+            privacy["adaptive_clip"] = [*self.clip_history, self.clip_tracker.threshold]
         return TrainingResult(
             config=config,
             dataset=self.dataset.name,

@@ -166,3 +166,21 @@ def test_the_table_says_what_the_privacy_covers(
         and by_algorithm["fedavg"]["privacy"] is None
     )
     assert not any(r["model_dp"] for r in record["runs"])
+
+
+def test_bits_reach_every_trainer(tmp_path: Path) -> None:
+    argv = ["--algo", "fedavg,fedavg+,ffgb", "--bits", "16", "--rounds", "1", "--no-secure"]
+    argv += ["--clients-per-round", "20", "--no-baseline", "--no-plot", "--quiet"]
+    assert run([*argv, "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "train_results.json").read_text())
+    assert [r["config"]["bits"] for r in record["runs"]] == [16, 16, 16]
+
+
+def test_adaptive_clip_from_the_command_line(tmp_path: Path) -> None:
+    argv = ["--algo", "fedavg", "--adaptive-clip", "--dp-clip", "0.2", "--rounds", "3"]
+    argv += ["--clients-per-round", "20", "--no-secure", "--no-plot", "--quiet"]
+    assert run([*argv, "--out", str(tmp_path)]) == 0
+    private, twin = json.loads((tmp_path / "train_results.json").read_text())["runs"]
+    clips = private["privacy"]["adaptive_clip"]
+    assert len(clips) == 4 and clips[0] == 0.2 and private["config"]["adaptive_clip"]
+    assert not twin["config"]["adaptive_clip"] and twin["config"]["update_clip"] == 0.2

@@ -16,7 +16,7 @@ from protocols.aggregation.secure_average import AverageResult, secure_weighted_
 from protocols.training import TrainerConfig
 from protocols.training import trainers as trainers_module
 from protocols.training.data import FederatedDataset
-from protocols.training.datasets import synthetic
+from protocols.training.datasets import synthetic, synthetic_iid
 from protocols.training.privacy import DEFAULT_DP_CLIP, RunPrivacyPlan
 from protocols.training.trainers import FederatedTrainer, train
 from secagg import HeadroomError
@@ -242,3 +242,32 @@ def test_the_distributed_noise_is_within_5_percent_of_the_central_gaussians() ->
     distributed = math.sqrt(n) * result.event.sigma * result.quantization_step
     ratio = distributed * math.sqrt(2.0 * rho)
     assert 1.0 < ratio < 1.05
+
+
+def test_the_adaptive_clip_pays_its_counts_and_follows_the_median_norm() -> None:
+    data = synthetic_iid(num_clients=100, num_test_clients=0, seed=2)
+    config = TrainerConfig(
+        rounds=8,
+        clients_per_round=40,
+        lr=0.5,
+        secure=False,
+        epsilon=5.0,
+        adaptive_clip=True,
+        update_clip=0.05,  # far below the median norm (≈ 0.8 here): the clip must grow
+        clip_rate=0.5,
+    )
+    result = train(data, config)
+    assert result.privacy is not None and result.epsilon_spent is not None
+    plan = result.privacy["plan"]
+    assert plan["clip_rho_per_round"] == pytest.approx(0.1 * plan["rho"] / 8)
+    assert plan["average_rho_per_average"] == pytest.approx(0.9 * plan["rho"] / 8)
+    ledger = result.privacy["ledger"]
+    counts = [e for e in ledger if e["rho"] == pytest.approx(plan["clip_rho_per_round"])]
+    assert len(counts) == 8 and len(ledger) == 16 and result.epsilon_spent <= 5.0
+    clips = result.privacy["adaptive_clip"]
+    assert len(clips) == 9 and clips[0] == 0.05
+    assert clips[-1] > 4 * clips[0]  # every count says "all norms above C": C grows
+    with pytest.raises(ValueError, match="adaptive_clip needs model DP"):
+        TrainerConfig(adaptive_clip=True)
+    with pytest.raises(ValueError, match="adaptive_clip needs model DP"):
+        TrainerConfig(algorithm="deltafl", epsilon=5.0, dp="thresholds", adaptive_clip=True)
