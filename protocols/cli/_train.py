@@ -54,6 +54,7 @@ _DEFAULTS: dict[str, Any] = {
     "delta": 1e-5,
     "bits": 32,
     "threshold_method": "auto",
+    "threshold_every": 1,
     "model": "logreg",
     "local_steps": 10,
     "batch_size": 32,
@@ -254,6 +255,14 @@ def register(subparsers: Any) -> None:
         "when the thresholds are private: measured closer to the exact quantile's p90)",
     )
     parser.add_argument(
+        "--threshold-every",
+        type=positive_int,
+        default=_DEFAULTS["threshold_every"],
+        metavar="K",
+        help="release Δ-FL's private threshold every K rounds (the rounds between reuse it; "
+        "each release gets K× the ρ)",
+    )
+    parser.add_argument(
         "--corruption",
         type=_corruption,
         metavar="KIND:FRACTION",
@@ -305,7 +314,7 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             f"not to {', '.join(others)}: drop them or the corruption"
         )
     if "deltafl" not in chosen:
-        for name in sorted(changed & {"theta", "threshold_method"}):
+        for name in sorted(changed & {"theta", "threshold_method", "threshold_every"}):
             raise CommandError(f"{_option(name)} applies to deltafl only; it is not chosen")
     if not chosen - set(_FFGB):
         for name in sorted(changed & {"model", "local_steps", "batch_size", "lr"}):
@@ -443,6 +452,7 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
         adaptive_clip=args.adaptive_clip and scope in ("model", "both"),
         bits=args.bits,
         threshold_method=args.threshold_method,
+        threshold_every=args.threshold_every,
         **common,
     )
 

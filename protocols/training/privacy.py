@@ -128,6 +128,9 @@ class RunPrivacyPlan:
         The relation every event is stated for.
     clip_rho
         ρ of each round's adaptive-clip count (``None``: a fixed clip).
+    threshold_releases
+        How many rounds release a private threshold (``rounds`` unless thresholds are released
+        every k-th round only).
 
     Examples
     --------
@@ -151,6 +154,7 @@ class RunPrivacyPlan:
     threshold_share: float
     neighbouring: Neighbouring
     clip_rho: float | None = None
+    threshold_releases: int | None = None
 
     @classmethod
     def split(
@@ -164,6 +168,7 @@ class RunPrivacyPlan:
         survivors: int,
         threshold_share: float = 0.5,
         clip_share: float | None = None,
+        threshold_releases: int | None = None,
     ) -> RunPrivacyPlan:
         """Split (ε, δ) over ``rounds`` rounds of the releases ``scope`` names.
 
@@ -200,7 +205,10 @@ class RunPrivacyPlan:
             clip_rho = clip_share * rho / rounds
             rest = (1.0 - clip_share) * rho
         share = {"thresholds": 1.0, "model": 0.0, "both": threshold_share}[scope]
-        threshold_rho = share * rest / rounds if share > 0 else None
+        releases = rounds if threshold_releases is None else threshold_releases
+        if not 1 <= releases <= rounds:
+            raise ValueError(f"threshold_releases must lie in [1, {rounds}]; got {releases}")
+        threshold_rho = share * rest / releases if share > 0 else None
         average_rho = (1.0 - share) * rest / (rounds * averages_per_round) if share < 1 else None
         plan = cls(
             scope=scope,
@@ -215,6 +223,7 @@ class RunPrivacyPlan:
             threshold_share=threshold_share,
             neighbouring="add_remove" if scope == "model" else "replace_one",
             clip_rho=clip_rho,
+            threshold_releases=releases if threshold_rho is not None else None,
         )
         budget = plan.budget()
         schedule = plan.schedule()
@@ -265,10 +274,9 @@ class RunPrivacyPlan:
         >>> abs(plan.schedule().rho - plan.rho) < 1e-12
         True
         """
-        total = self.rounds * (
-            (self.threshold_rho or 0.0)
-            + self.averages_per_round * (self.average_rho or 0.0)
-            + (self.clip_rho or 0.0)
+        releases = self.rounds if self.threshold_releases is None else self.threshold_releases
+        total = releases * (self.threshold_rho or 0.0) + self.rounds * (
+            self.averages_per_round * (self.average_rho or 0.0) + (self.clip_rho or 0.0)
         )
         return ZCDP(total, neighbouring=self.neighbouring)
 
@@ -296,6 +304,7 @@ class RunPrivacyPlan:
             "threshold_share": self.threshold_share if self.scope == "both" else None,
             "neighbouring": self.neighbouring,
             "clip_rho_per_round": self.clip_rho,
+            "threshold_releases": self.threshold_releases,
         }
 
     def noise(self) -> DiscreteGaussianNoise | None:

@@ -111,6 +111,10 @@ class TrainerConfig:
         tracking at η = 0.05; paired difference −0.080 ± 0.061 (fresh draws, 10 × 3: +0.068 ±
         0.046 and +0.029 ± 0.083). On MNIST-5k (30 clients, ``--dataset mnist-5k``): −0.007 ±
         0.009 and −0.005 ± 0.014.
+    threshold_every
+        Release Δ-FL's private threshold every this many rounds (1: every round); the rounds
+        between reuse the last released threshold (public once released), so each release gets
+        ``threshold_every`` times the ρ (fewer threshold releases, each less noisy).
     empty_tail
         What Δ-FL does when the DP quantile overshoots every loss (see
         :func:`~protocols.aggregation.superquantile.superquantile_aggregate`).
@@ -193,6 +197,7 @@ class TrainerConfig:
     loss_upper: float | None = None
     threshold_method: ThresholdMethod = "auto"
     tracking_rate: float = 0.05
+    threshold_every: int = 1
     empty_tail: EmptyTailPolicy = "all"
     rfa_max_iterations: int = 4
     rfa_smoothing: float | None = None
@@ -257,6 +262,8 @@ class TrainerConfig:
         object.__setattr__(
             self, "tracking_rate", check_positive("tracking_rate", self.tracking_rate)
         )
+        every = check_int("threshold_every", self.threshold_every, minimum=1)
+        object.__setattr__(self, "threshold_every", every)
         if self.empty_tail not in EMPTY_TAIL_POLICIES:
             raise ValueError(
                 f"empty_tail must be one of {EMPTY_TAIL_POLICIES}; got {self.empty_tail!r}"

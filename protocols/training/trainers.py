@@ -190,6 +190,7 @@ class FederatedTrainer:
         self.budget: PrivacyBudget | None = None if self.privacy is None else self.privacy.budget()
         self.ledger: list[dict[str, object]] = []
         self.tracker: QuantileTracker | None = None
+        self.released_threshold: float | None = None  # the last private threshold released
         self.loss_upper = (
             config.loss_upper
             if config.loss_upper is not None
@@ -291,6 +292,7 @@ class FederatedTrainer:
             survivors=planned_survivors(config.clients_per_round, config.dropout),
             threshold_share=config.dp_threshold_share,
             clip_share=config.clip_share if config.adaptive_clip else None,
+            threshold_releases=-(-config.rounds // config.threshold_every),
         )
         if plan.average_rho is not None and config.algorithm in ("fedavg", "deltafl"):
             # The ring must hold m clients plus their noise: checked now, not at round 1.
@@ -473,8 +475,14 @@ class FederatedTrainer:
             )
             return _Aggregate(result.average, len(result.survivors), 1, 1)
         if config.algorithm == "deltafl":
+            # Rounds between threshold releases reuse the last released (public) threshold.
+            releases = index % config.threshold_every == 0
             tracked = None if self.tracker is None else self.tracker.threshold
             quantile = self._quantile_settings()
+            if not releases and quantile is not None:
+                if self.released_threshold is None:  # the release round released nothing
+                    return _Aggregate(None, 0, 0, 0, "no private threshold released yet")
+                quantile, tracked = None, self.released_threshold
             noisy = settings.noise is not None or (quantile is not None and quantile.private)
             sq = superquantile_aggregate(
                 updates,
@@ -491,7 +499,9 @@ class FederatedTrainer:
                 budget=budget if noisy else None,
                 threshold=tracked,
             )
-            counts = self._track(losses, seed, dropouts, neighbors, threshold)
+            counts = self._track(losses, seed, dropouts, neighbors, threshold) if releases else 0
+            if releases and quantile is not None:
+                self.released_threshold = sq.threshold
             reason = sq.failure
             if reason is None and sq.average is None:
                 reason = "empty tail: the DP quantile is above every loss"

@@ -271,3 +271,30 @@ def test_the_adaptive_clip_pays_its_counts_and_follows_the_median_norm() -> None
         TrainerConfig(adaptive_clip=True)
     with pytest.raises(ValueError, match="adaptive_clip needs model DP"):
         TrainerConfig(algorithm="deltafl", epsilon=5.0, dp="thresholds", adaptive_clip=True)
+
+
+@pytest.mark.parametrize("method", ["histogram", "tracking"])
+def test_fewer_threshold_releases_each_get_more_of_the_budget(
+    data: FederatedDataset, method: str
+) -> None:
+    config = dp(
+        algorithm="deltafl",
+        dp="thresholds",
+        rounds=7,
+        threshold_method=method,
+        threshold_every=3,
+        secure=False,
+    )
+    result = train(data, config)
+    assert result.privacy is not None and result.epsilon_spent is not None
+    plan = result.privacy["plan"]
+    assert plan["threshold_releases"] == 3  # rounds 0, 3 and 6
+    assert plan["threshold_rho_per_round"] == pytest.approx(plan["rho"] / 3)
+    released = sorted({entry["round"] for entry in result.privacy["ledger"]})
+    assert released == [0, 3, 6] and result.epsilon_spent <= 5.0
+    thresholds = [record.threshold for record in result.history]
+    if method == "histogram":  # the rounds between reuse the released threshold
+        assert thresholds[0] == thresholds[1] == thresholds[2]
+        assert thresholds[3] == thresholds[4] == thresholds[5]
+    with pytest.raises(ValueError, match="threshold_every"):
+        dp(algorithm="deltafl", dp="thresholds", threshold_every=0)
