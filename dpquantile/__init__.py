@@ -35,7 +35,7 @@ from dpquantile.accounting import (
     on_common_relation,
     rho_for_epsilon,
 )
-from dpquantile.histogram import HistogramTree
+from dpquantile.histogram import QUANTILE_READERS, HistogramTree, QuantileReader, isotonic_cdf
 from dpquantile.mechanisms import (
     TAIL_FAILURE_PROBABILITY,
     DistributedDiscreteGaussianMechanism,
@@ -71,6 +71,7 @@ __all__ = [
     "MAX_EXACT_SIGMA",
     "MAX_FAST_SIGMA",
     "NEIGHBOURING_RELATIONS",
+    "QUANTILE_READERS",
     "TAIL_FAILURE_PROBABILITY",
     "ZCDP",
     "BudgetExceededError",
@@ -91,6 +92,7 @@ __all__ = [
     "NoisyRelease",
     "PrivacyBudget",
     "PrivacyEvent",
+    "QuantileReader",
     "QuantileResult",
     "SelfComposedEvent",
     "ZCDPAccountant",
@@ -101,6 +103,7 @@ __all__ = [
     "discrete_laplace_pmf",
     "dp_quantile",
     "histogram_sensitivities",
+    "isotonic_cdf",
     "kls21_sensitivities",
     "noise_tail_bound",
     "on_common_relation",

@@ -15,11 +15,17 @@ Suciu 2010, Thm. 3), after which every partition gives the same CDF: the running
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["HistogramTree"]
+__all__ = ["QUANTILE_READERS", "HistogramTree", "QuantileReader", "isotonic_cdf"]
+
+QuantileReader = Literal["first", "isotonic"]
+QUANTILE_READERS: tuple[str, ...] = get_args(QuantileReader)
+"""How a quantile is read from a (noisy) CDF: the first crossing of q·m, or the first crossing
+of its non-decreasing least-squares fit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,13 +239,24 @@ class HistogramTree:
         return out
 
     def quantile_from_cdf(
-        self, cumulative: ArrayLike, q: float, total: float, *, interpolate: bool = True
+        self,
+        cumulative: ArrayLike,
+        q: float,
+        total: float,
+        *,
+        interpolate: bool = True,
+        reader: QuantileReader = "first",
     ) -> float:
         """The q-quantile of the histogram with cumulative counts H(1 … b) and total m.
 
         The bin is the smallest j with H(j) ≥ q·m (the quantile function of the induced
         variable; Δ-FL §4.2). Without interpolation the estimate is that bin's right edge; with
         it, the point inside the bin where the CDF, linear within the bin, reaches q·m.
+
+        ``reader="isotonic"`` first replaces a noisy H by its least-squares non-decreasing fit
+        within [0, m] (pool adjacent violators, :func:`isotonic_cdf`): a noise spike can no
+        longer cross q·m early, which biases the first-crossing reader low. The fit's crossing
+        is never earlier than the raw one (``histogram_notes.md``).
 
         Examples
         --------
@@ -248,8 +265,17 @@ class HistogramTree:
         2.0
         >>> tree.quantile_from_cdf([0.0, 4.0, 4.0, 4.0], 0.5, 4.0)
         1.5
+        >>> noisy = [2.5, 0.5, 2.5, 4.0]          # a spike in bin 0 crosses q·m = 2 early
+        >>> tree.quantile_from_cdf(noisy, 0.5, 4.0, interpolate=False)
+        1.0
+        >>> tree.quantile_from_cdf(noisy, 0.5, 4.0, interpolate=False, reader="isotonic")
+        3.0
         """
+        if reader not in QUANTILE_READERS:
+            raise ValueError(f"reader must be one of {', '.join(QUANTILE_READERS)}; got {reader!r}")
         cdf = np.asarray(cumulative, dtype=np.float64)
+        if reader == "isotonic":
+            cdf = isotonic_cdf(cdf, total)
         target = q * total
         hits = np.flatnonzero(cdf >= target)
         if hits.size == 0:
@@ -272,6 +298,7 @@ class HistogramTree:
         mechanism: str = "tree",
         consistency: bool = True,
         interpolate: bool = True,
+        reader: QuantileReader = "first",
     ) -> tuple[float, NDArray[np.float64]]:
         """The q-quantile read from a released (noisy) sum, and the CDF it was read from.
 
@@ -284,7 +311,7 @@ class HistogramTree:
             The number of clients in the sum (public).
         q
             Quantile level in (0, 1).
-        mechanism, consistency, interpolate
+        mechanism, consistency, interpolate, reader
             As for :func:`dpquantile.dp_quantile`.
 
         Examples
@@ -302,4 +329,36 @@ class HistogramTree:
             cdf = np.cumsum(self.make_consistent(released, total=total))
         else:
             cdf = self.prefix_counts(released)
-        return self.quantile_from_cdf(cdf, q, total, interpolate=interpolate), cdf
+        estimate = self.quantile_from_cdf(cdf, q, total, interpolate=interpolate, reader=reader)
+        return estimate, cdf
+
+
+def isotonic_cdf(cumulative: ArrayLike, total: float | None = None) -> NDArray[np.float64]:
+    """The least-squares non-decreasing fit of a noisy CDF, then clipped to [0, ``total``].
+
+    Pool adjacent violators (Barlow et al. 1972): adjacent blocks that decrease are merged into
+    their mean until the sequence is non-decreasing; the clip keeps it a CDF of ``total`` counts
+    (``None``: the fit unclipped). Post-processing of a released CDF only (no privacy cost).
+
+    Examples
+    --------
+    >>> isotonic_cdf([1.0, 3.0, 2.0, 4.0], 4.0).tolist()
+    [1.0, 2.5, 2.5, 4.0]
+    >>> isotonic_cdf([-1.0, 0.5, 9.0], 5.0).tolist()
+    [0.0, 0.5, 5.0]
+    """
+    values = np.asarray(cumulative, dtype=np.float64)
+    means: list[float] = []
+    sizes: list[int] = []
+    for value in values.tolist():
+        means.append(value)
+        sizes.append(1)
+        while len(means) > 1 and means[-2] > means[-1]:
+            size = sizes[-2] + sizes[-1]
+            mean = (means[-2] * sizes[-2] + means[-1] * sizes[-1]) / size
+            means[-2:], sizes[-2:] = [mean], [size]
+    fit = np.repeat(np.array(means), np.array(sizes, dtype=np.intp))
+    if total is None:
+        return fit
+    clipped: NDArray[np.float64] = np.clip(fit, 0.0, float(total))
+    return clipped

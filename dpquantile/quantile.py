@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpquantile.accounting import DistributedDiscreteGaussian, Neighbouring, PrivacyBudget
-from dpquantile.histogram import HistogramTree
+from dpquantile.histogram import QUANTILE_READERS, HistogramTree, QuantileReader
 from dpquantile.mechanisms import DistributedDiscreteGaussianMechanism
 from secagg import (
     HeadroomError,
@@ -292,6 +292,7 @@ def dp_quantile(
     scale: int | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     budget: PrivacyBudget | None = None,
+    reader: QuantileReader = "first",
 ) -> QuantileResult:
     """The q-quantile of the clients' values under ρ-zCDP, through the secure sum.
 
@@ -316,6 +317,10 @@ def dp_quantile(
         k of the tree (2 in the paper).
     interpolate
         Interpolate inside the selected bin (``False``: return its right edge, as the paper).
+    reader
+        ``"first"``: the first bin whose noisy CDF reaches q·m (the paper's); ``"isotonic"``:
+        the same on the CDF's non-decreasing least-squares fit, which a noise spike cannot
+        cross early (:meth:`HistogramTree.quantile_from_cdf`). Post-processing: no cost.
     secure
         Run the real secure-sum protocol; ``False`` adds the identical noise and sums in plain
         numpy (for fast experiments; the result says so).
@@ -377,6 +382,8 @@ def dp_quantile(
         raise ValueError(f"q must lie in (0, 1); got {q!r}")
     if not (isinstance(rho, int | float) and math.isfinite(rho) and rho > 0):
         raise ValueError(f"rho must be a positive finite float; got {rho!r}")
+    if reader not in QUANTILE_READERS:
+        raise ValueError(f"reader must be one of {', '.join(QUANTILE_READERS)}; got {reader!r}")
     if mechanism not in ("tree", "flat"):
         raise ValueError(f"mechanism must be 'tree' or 'flat'; got {mechanism!r}")
     if adjacency not in ("replace_one", "add_remove"):
@@ -478,6 +485,7 @@ def dp_quantile(
         mechanism=mechanism,
         consistency=consistency,
         interpolate=interpolate,
+        reader=reader,
     )
     return QuantileResult(
         estimate=estimate,

@@ -9,6 +9,7 @@ interval over seeds (Student t on the per-seed mean over draws) and writes the r
     python examples/dp_thresholds.py --seeds 3 --draws 1 --rounds 20   # a quick look
     python examples/dp_thresholds.py --dataset mnist-5k   # 30 clients × 100 images (Dirichlet)
     python examples/dp_thresholds.py --every 1 5 10   # fewer threshold releases, each less noisy
+    python examples/dp_thresholds.py --readers first isotonic   # the histogram's CDF reader
 """
 
 from __future__ import annotations
@@ -43,13 +44,17 @@ def main() -> None:
     parser.add_argument(
         "--every", type=int, nargs="+", default=[1], help="release the threshold every k rounds"
     )
+    parser.add_argument(
+        "--readers", nargs="+", default=["first"], help="the histogram's readers of its noisy CDF"
+    )
     parser.add_argument("--out", type=Path, default=Path("dp_thresholds.json"))
     args = parser.parse_args()
 
     methods = [
-        (method, rate, every)
+        (method, rate, every, reader)
         for every in args.every
-        for method, rate in [("histogram", None)] + [("tracking", r) for r in args.rates]
+        for method, rate, reader in [("histogram", None, r) for r in args.readers]
+        + [("tracking", r, "first") for r in args.rates]
     ]
     gaps: dict[str, list[float]] = {}
     exact_p90: list[float] = []
@@ -67,14 +72,16 @@ def main() -> None:
         )
         exact = train(data, base).errors.p90
         exact_p90.append(exact)
-        for method, rate, every in methods:
+        for method, rate, every, reader in methods:
             label = method if rate is None else f"{method} η={rate:g}"
+            label += "" if reader == "first" else f" {reader}"
             label += "" if every == 1 else f" every {every}"
             config = base.with_changes(
                 epsilon=args.epsilon,
                 dp="thresholds",
                 threshold_method=method,
                 threshold_every=every,
+                threshold_reader=reader,
                 **({} if rate is None else {"tracking_rate": rate}),
             )
             draws = [

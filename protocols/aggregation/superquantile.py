@@ -28,9 +28,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpquantile import (
+    QUANTILE_READERS,
     ComposedEvent,
     PrivacyBudget,
     PrivacyEvent,
+    QuantileReader,
     QuantileResult,
     dp_quantile,
     on_common_relation,
@@ -91,6 +93,9 @@ class QuantileSettings:
         The quantile's secure-sum graph (``"auto"``: SecAgg+ parameters for the round's size).
     sampler
         ``"fast"`` (its total-variation bound is charged in the event) or ``"exact"``.
+    reader
+        How the quantile is read from the noisy CDF (``"first"`` or ``"isotonic"``; see
+        :func:`dpquantile.dp_quantile`).
 
     Examples
     --------
@@ -111,8 +116,13 @@ class QuantileSettings:
     min_survivors: int | None = None
     neighbors: int | Literal["auto"] | None = "auto"
     sampler: Literal["fast", "exact"] = "fast"
+    reader: QuantileReader = "first"
 
     def __post_init__(self) -> None:
+        if self.reader not in QUANTILE_READERS:
+            raise ValueError(
+                f"reader must be one of {', '.join(QUANTILE_READERS)}; got {self.reader!r}"
+            )
         if self.rho is not None:
             object.__setattr__(self, "rho", check_positive("rho", self.rho))
         lower, upper = check_real("lower", self.lower), check_real("upper", self.upper)
@@ -516,6 +526,7 @@ def superquantile_aggregate(
                 neighbors=quantile.neighbors,
                 sampler=quantile.sampler,
                 budget=budget,
+                reader=quantile.reader,
             )
             threshold = float(quantile_result.estimate)
             events.append(quantile_result.event)

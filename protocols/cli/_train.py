@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from dpquantile import QUANTILE_READERS
 from protocols.cli.arguments import (
     HelpFormatter,
     examples,
@@ -55,6 +56,7 @@ _DEFAULTS: dict[str, Any] = {
     "bits": 32,
     "threshold_method": "auto",
     "threshold_every": 1,
+    "threshold_reader": "first",
     "model": "logreg",
     "local_steps": 10,
     "batch_size": 32,
@@ -255,6 +257,13 @@ def register(subparsers: Any) -> None:
         "when the thresholds are private: measured closer to the exact quantile's p90)",
     )
     parser.add_argument(
+        "--threshold-reader",
+        choices=QUANTILE_READERS,
+        default=_DEFAULTS["threshold_reader"],
+        help="how the histogram threshold is read from its noisy CDF: the first bin reaching "
+        "(1 − θ)·m (the paper's), or the same on the CDF's non-decreasing fit",
+    )
+    parser.add_argument(
         "--threshold-every",
         type=positive_int,
         default=_DEFAULTS["threshold_every"],
@@ -314,7 +323,8 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             f"not to {', '.join(others)}: drop them or the corruption"
         )
     if "deltafl" not in chosen:
-        for name in sorted(changed & {"theta", "threshold_method", "threshold_every"}):
+        deltafl_only = {"theta", "threshold_method", "threshold_every", "threshold_reader"}
+        for name in sorted(changed & deltafl_only):
             raise CommandError(f"{_option(name)} applies to deltafl only; it is not chosen")
     if not chosen - set(_FFGB):
         for name in sorted(changed & {"model", "local_steps", "batch_size", "lr"}):
@@ -453,6 +463,7 @@ def _trainer_config(args: argparse.Namespace, name: str) -> TrainerConfig:
         bits=args.bits,
         threshold_method=args.threshold_method,
         threshold_every=args.threshold_every,
+        threshold_reader=args.threshold_reader,
         **common,
     )
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from dpquantile import rho_for_epsilon
+from dpquantile import QUANTILE_READERS, QuantileReader, rho_for_epsilon
 from protocols.aggregation.superquantile import EMPTY_TAIL_POLICIES, EmptyTailPolicy
 from protocols.training.corruption import Corruption
 from protocols.training.privacy import DEFAULT_DP_CLIP, DP_SCOPES, DPScope
@@ -111,6 +111,10 @@ class TrainerConfig:
         tracking at η = 0.05; paired difference −0.080 ± 0.061 (fresh draws, 10 × 3: +0.068 ±
         0.046 and +0.029 ± 0.083). On MNIST-5k (30 clients, ``--dataset mnist-5k``): −0.007 ±
         0.009 and −0.005 ± 0.014.
+    threshold_reader
+        How the histogram threshold is read from its noisy CDF: ``"first"`` (the first bin
+        reaching (1 − θ)·m, the paper's; biased low under noise) or ``"isotonic"`` (the same on
+        the CDF's non-decreasing least-squares fit; :func:`dpquantile.isotonic_cdf`).
     threshold_every
         Release Δ-FL's private threshold every this many rounds (1: every round); the rounds
         between reuse the last released threshold (public once released), so each release gets
@@ -198,6 +202,7 @@ class TrainerConfig:
     threshold_method: ThresholdMethod = "auto"
     tracking_rate: float = 0.05
     threshold_every: int = 1
+    threshold_reader: QuantileReader = "first"
     empty_tail: EmptyTailPolicy = "all"
     rfa_max_iterations: int = 4
     rfa_smoothing: float | None = None
@@ -262,6 +267,11 @@ class TrainerConfig:
         object.__setattr__(
             self, "tracking_rate", check_positive("tracking_rate", self.tracking_rate)
         )
+        if self.threshold_reader not in QUANTILE_READERS:
+            raise ValueError(
+                f"threshold_reader must be one of {', '.join(QUANTILE_READERS)}; "
+                f"got {self.threshold_reader!r}"
+            )
         every = check_int("threshold_every", self.threshold_every, minimum=1)
         object.__setattr__(self, "threshold_every", every)
         if self.empty_tail not in EMPTY_TAIL_POLICIES:

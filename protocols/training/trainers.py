@@ -439,6 +439,7 @@ class FederatedTrainer:
             bins=self.config.quantile_bins,
             min_survivors=plan.survivors,
             neighbors=self.config.neighbors,
+            reader=self.config.threshold_reader,
         )
 
     def _aggregate(

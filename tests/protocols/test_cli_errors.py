@@ -94,6 +94,10 @@ def test_broken_pipe_and_memory_are_handled_by_the_one_handler(
         (["train", "--algo", "ffgb", "--corruption", "gaussian:0.1"], "--corruption applies to"),
         (["train", "--algo", "fedavg", "--theta", "0.3"], "--theta applies to deltafl only"),
         (["train", "--algo", "fedavg", "--threshold-every", "5"], "--threshold-every applies"),
+        (
+            ["train", "--algo", "fedavg", "--threshold-reader", "isotonic"],
+            "--threshold-reader applies",
+        ),
         (["train", "--algo", "ffgb-c", "--lr", "0.1"], "--lr does not apply to FFGB"),
         (["train", "--algo", "fedavg", "--dp", "none", "--epsilon", "2"], "applies to no chosen"),
         (["train", "--algo", "fedcomed+", "--dp", "model"], "DP for fedcomed+ is not done"),

@@ -298,3 +298,19 @@ def test_fewer_threshold_releases_each_get_more_of_the_budget(
         assert thresholds[3] == thresholds[4] == thresholds[5]
     with pytest.raises(ValueError, match="threshold_every"):
         dp(algorithm="deltafl", dp="thresholds", threshold_every=0)
+
+
+def test_the_threshold_reader_reaches_the_dp_quantile(data: FederatedDataset) -> None:
+    config = dp(
+        algorithm="deltafl",
+        dp="thresholds",
+        threshold_method="histogram",
+        threshold_reader="isotonic",
+        secure=False,
+    )
+    trainer = FederatedTrainer(data, config)
+    settings = trainer._quantile_settings()
+    assert settings is not None and settings.reader == "isotonic"
+    assert train(data, config).epsilon_spent <= 5.0  # type: ignore[operator]
+    with pytest.raises(ValueError, match="threshold_reader must be one of"):
+        dp(threshold_reader="last")
