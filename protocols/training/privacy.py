@@ -22,6 +22,7 @@ model alone, add/remove (user-level DP).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -47,6 +48,7 @@ __all__ = [
     "DPScope",
     "ModelPrivacy",
     "RunPrivacyPlan",
+    "check_headroom",
     "ledger_entry",
     "planned_survivors",
     "privacy_report",
@@ -325,6 +327,40 @@ class RunPrivacyPlan:
         )
 
 
+def check_headroom(settings: AverageSettings, *, participants: int, dimension: int) -> None:
+    """Refuse, before round 1, a noisy average whose ring cannot hold ``participants`` rows.
+
+    Raises
+    ------
+    secagg.HeadroomError
+        If ``settings.bits`` cannot hold the planned noise (the message says so).
+
+    Examples
+    --------
+    >>> plan = RunPrivacyPlan.split("model", epsilon=1.0, delta=1e-5, rounds=1,
+    ...                             averages_per_round=1, survivors=4)
+    >>> check_headroom(AverageSettings(bits=32, clip=1.0, noise=plan.noise()),
+    ...                participants=4, dimension=3) is None
+    True
+    """
+    # The fixed denominator: a noisy weight sum of zeros could come out ≤ 0 (not a headroom issue).
+    fixed = dataclasses.replace(settings, denominator="survivors", denominator_share=1.0)
+    try:
+        secure_weighted_average(
+            np.zeros((participants, dimension)),
+            np.ones(participants),
+            settings=fixed,
+            weight_cap=1.0,
+            secure=False,
+            seed=0,
+        )
+    except HeadroomError as error:
+        raise HeadroomError(
+            f"the planned noise does not fit bits={settings.bits}: {error}",
+            required_bits=error.required_bits,
+        ) from error
+
+
 def ledger_entry(index: int, event: object, count: int) -> dict[str, object]:
     """One spend of a run's budget in round ``index``, as a JSON record.
 
@@ -439,20 +475,7 @@ class ModelPrivacy:
             survivors=planned_survivors(participants, dropout),
         )
         privacy = cls(plan, bits=bits, clip=clip)
-        try:
-            secure_weighted_average(
-                np.zeros((participants, dimension)),
-                np.ones(participants),
-                settings=privacy.settings(mean=True),
-                weight_cap=1.0,
-                secure=False,
-                seed=0,
-            )
-        except HeadroomError as error:
-            raise HeadroomError(
-                f"the planned noise does not fit bits={bits}: {error}",
-                required_bits=error.required_bits,
-            ) from error
+        check_headroom(privacy.settings(mean=True), participants=participants, dimension=dimension)
         return privacy
 
     def settings(self, *, mean: bool) -> AverageSettings:

@@ -61,6 +61,7 @@ from protocols.training.models import MLP, Classifier, MultinomialLogisticRegres
 from protocols.training.privacy import (
     KLS21_ROUNDING_BETA,
     RunPrivacyPlan,
+    check_headroom,
     ledger_entry,
     planned_survivors,
     privacy_report,
@@ -68,7 +69,7 @@ from protocols.training.privacy import (
 from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_config import TrainerConfig
 from protocols.training.trainer_results import ErrorSummary, RoundRecord, TrainingResult
-from secagg import HeadroomError, TooFewSurvivorsError
+from secagg import TooFewSurvivorsError
 from secagg.graph_parameters import secagg_plus_parameters
 
 __all__ = [
@@ -296,21 +297,11 @@ class FederatedTrainer:
         )
         if plan.average_rho is not None and config.algorithm in ("fedavg", "deltafl"):
             # The ring must hold m clients plus their noise: checked now, not at round 1.
-            zeros = np.zeros((config.clients_per_round, self.model.get_parameters().size))
-            try:
-                secure_weighted_average(
-                    zeros,
-                    np.ones(config.clients_per_round),
-                    settings=self._settings(config.bits, plan),
-                    weight_cap=1.0,
-                    secure=False,
-                    seed=0,
-                )
-            except HeadroomError as error:
-                raise HeadroomError(
-                    f"the planned noise does not fit bits={config.bits}: {error}",
-                    required_bits=error.required_bits,
-                ) from error
+            check_headroom(
+                self._settings(config.bits, plan),
+                participants=config.clients_per_round,
+                dimension=self.model.get_parameters().size,
+            )
         return plan
 
     def _settings(
