@@ -539,18 +539,23 @@ class _OurNoisyAverage:
     def noisy_average(
         self, vectors: NDArray[np.float64], *, clip: float, rho: float, seed: int
     ) -> tuple[NDArray[np.float64], Any]:
+        settings = secure_average.AverageSettings(
+            bits=48,
+            clip=clip,
+            noise=secure_average.DiscreteGaussianNoise(rho=rho),
+            quantize=True,
+            denominator="survivors",  # the noisy sum over n: a noisy Σβ ≤ 0 cannot end the run
+        )
         result = secure_average.secure_weighted_average(
             vectors,
             np.ones(vectors.shape[0]),
-            clip=clip,
+            settings=settings,
             weight_cap=1.0,
-            bits=48,
-            noise=secure_average.DiscreteGaussianNoise(rho=rho),
             seed=seed,
             secure=False,
-            quantize=True,
         )
-        return np.asarray(result.average * result.weight_sum, dtype=np.float64), result.event
+        total = result.average * len(result.survivors)
+        return np.asarray(total, dtype=np.float64), result.event
 
     def epsilon(self, events: Sequence[Any], delta: float) -> float:
         accountant = dpquantile.ZCDPAccountant()
