@@ -93,7 +93,17 @@ _STORED_META = "secagg-dp.rfa.meta"
 
 
 def flatten_arrays(arrays: ArrayRecord) -> tuple[NDArray[np.float64], list[tuple[int, ...]]]:
-    """An ArrayRecord's arrays as one float vector, and their shapes (record order)."""
+    """An ArrayRecord's arrays as one float vector, and their shapes (record order).
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("flwr")  # the flower extra
+    >>> from flwr.app import ArrayRecord
+    >>> vector, shapes = flatten_arrays(ArrayRecord([np.ones((2, 2)), np.zeros(3)]))
+    >>> vector.tolist(), shapes
+    ([1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0], [(2, 2), (3,)])
+    """
     values = arrays.to_numpy_ndarrays()
     shapes = [tuple(int(s) for s in a.shape) for a in values]
     if not values:
@@ -104,7 +114,18 @@ def flatten_arrays(arrays: ArrayRecord) -> tuple[NDArray[np.float64], list[tuple
 def unflatten_arrays(
     vector: NDArray[np.float64], shapes: list[tuple[int, ...]], like: ArrayRecord
 ) -> ArrayRecord:
-    """Inverse of :func:`flatten_arrays`, keeping ``like``'s keys and dtypes."""
+    """Inverse of :func:`flatten_arrays`, keeping ``like``'s keys and dtypes.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("flwr")  # the flower extra
+    >>> from flwr.app import ArrayRecord
+    >>> like = ArrayRecord([np.ones((2, 2)), np.zeros(3)])
+    >>> vector, shapes = flatten_arrays(like)
+    >>> [a.tolist() for a in unflatten_arrays(2 * vector, shapes, like).to_numpy_ndarrays()]
+    [[[2.0, 2.0], [2.0, 2.0]], [0.0, 0.0, 0.0]]
+    """
     from flwr.app import ArrayRecord  # noqa: PLC0415
 
     originals = like.to_numpy_ndarrays()
@@ -604,7 +625,17 @@ class SecureStrategy:
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """The wrapped strategy's train messages (the nodes it samples, the content)."""
+        """The wrapped strategy's train messages (the nodes it samples, the content).
+
+        Examples
+        --------
+        >>> import pytest
+        >>> _ = pytest.importorskip("flwr")  # the flower extra
+        >>> from flwr.serverapp.strategy import FedAvg
+        >>> strategy = SecureStrategy(strategy=FedAvg(), threat_model="semi-honest")
+        >>> type(strategy.strategy).__name__   # configure_train asks it which nodes to train
+        'FedAvg'
+        """
         assert self.strategy is not None
         return self.strategy.configure_train(server_round, arrays, config, grid)
 
@@ -617,6 +648,18 @@ class SecureStrategy:
         ------
         NotImplementedError
             Always: a SecureStrategy never sees the nodes' updates in the clear.
+
+        Examples
+        --------
+        >>> import pytest
+        >>> _ = pytest.importorskip("flwr")  # the flower extra
+        >>> from flwr.serverapp.strategy import FedAvg
+        >>> strategy = SecureStrategy(strategy=FedAvg(), threat_model="semi-honest")
+        >>> strategy.aggregate_train(1, [])
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: SecureStrategy aggregates through the secure sum inside start(); \
+the server never holds the replies a plaintext aggregate_train would need
         """
         raise NotImplementedError(
             "SecureStrategy aggregates through the secure sum inside start(); the server never "
@@ -626,19 +669,48 @@ class SecureStrategy:
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """The wrapped strategy's federated evaluation messages."""
+        """The wrapped strategy's federated evaluation messages (nodes and content).
+
+        Examples
+        --------
+        >>> import pytest
+        >>> _ = pytest.importorskip("flwr")  # the flower extra
+        >>> from flwr.serverapp.strategy import FedAvg
+        >>> wrapped = FedAvg(fraction_evaluate=0.0)   # no federated evaluation asked for
+        >>> SecureStrategy(strategy=wrapped, threat_model="semi-honest").strategy is wrapped
+        True
+        """
         assert self.strategy is not None
         return self.strategy.configure_evaluate(server_round, arrays, config, grid)
 
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
     ) -> MetricRecord | None:
-        """The wrapped strategy's aggregate of the nodes' evaluation metrics."""
+        """The wrapped strategy's aggregate of the nodes' evaluation metrics.
+
+        Examples
+        --------
+        >>> import pytest
+        >>> _ = pytest.importorskip("flwr")  # the flower extra
+        >>> from flwr.serverapp.strategy import FedAvg
+        >>> strategy = SecureStrategy(strategy=FedAvg(), threat_model="semi-honest")
+        >>> strategy.aggregate_evaluate(1, []) is None   # no replies: nothing to aggregate
+        True
+        """
         assert self.strategy is not None
         return self.strategy.aggregate_evaluate(server_round, replies)
 
     def summary(self) -> None:
-        """Log what the strategy runs (Flower calls this when a run starts)."""
+        """Log what the strategy runs (Flower calls this when a run starts).
+
+        Examples
+        --------
+        >>> import pytest
+        >>> _ = pytest.importorskip("flwr")  # the flower extra
+        >>> from flwr.serverapp.strategy import FedAvg
+        >>> strategy = SecureStrategy(strategy=FedAvg(), threat_model="semi-honest")
+        >>> strategy.summary()   # one INFO line on the protocols.integrations.flower logger
+        """
         logger.info(
             "SecureStrategy: %s over the secure sum (%s, min_nodes=%d), sampling by %s",
             self.aggregation,
