@@ -479,8 +479,8 @@ class SecureStrategy:
     aggregation
         ``"mean"``, ``"geometric_median"`` or ``"superquantile"``.
     clip
-        ``"mean"``: per-coordinate clip of the replies; ``"geometric_median"``,
-        ``"superquantile"`` and noisy means: the public L2 clip c of each update (> 0).
+        The public L2 clip c of each update (the reply minus the model sent; > 0), for every
+        aggregation.
     weight_cap
         Public cap on a client's weight (its ``num-examples``; > 0).
     weight_key
@@ -913,36 +913,23 @@ the server never holds the replies a plaintext aggregate_train would need
         nodes: list[int],
         arrays: ArrayRecord,
     ) -> ArrayRecord:
-        if self.noise_rho is not None:
-            flat, shapes = flatten_arrays(arrays)
-            called = self._weighted_call(
-                grid, server_round, content, nodes, flat.size, index=0, threshold=-math.inf
-            )
-            if called is None:
-                self.history.append(RoundSummary(server_round, (), refused=True))
-                return arrays
-            noisy, events = called
-            self.history.append(RoundSummary(server_round, (noisy,), events=events))
-            average, weight_sum = _weighted_release(
-                noisy.total, flat.size, self.weight_cap, self.clip
-            )
-            if not weight_sum > 0:
-                raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
-            return unflatten_arrays(flat + average, shapes, arrays)  # global + mean update
-        encoding = SumEncoding(
-            clip=self.clip, weight_key=self.weight_key or None, weight_cap=self.weight_cap
+        # Every mean (noisy or not) averages the L2-clipped updates (reply − the model sent) and
+        # applies the average to the global model, as the median and the superquantile do.
+        flat, shapes = flatten_arrays(arrays)
+        called = self._weighted_call(
+            grid, server_round, content, nodes, flat.size, index=0, threshold=-math.inf
         )
-        outcome = self._sum(
-            grid,
-            content,
-            nodes,
-            encoding=encoding,
-            group_id=str(server_round),
-            seed=self._seed(server_round),
+        if called is None:
+            self.history.append(RoundSummary(server_round, (), refused=True))
+            return arrays
+        outcome, events = called
+        self.history.append(RoundSummary(server_round, (outcome,), events=events))
+        average, weight_sum = _weighted_release(
+            outcome.total, flat.size, self.weight_cap, self.clip
         )
-        self.history.append(RoundSummary(server_round, (outcome,)))
-        _, shapes = flatten_arrays(arrays)
-        return unflatten_arrays(outcome.average, shapes, arrays)
+        if not weight_sum > 0:
+            raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
+        return unflatten_arrays(flat + average, shapes, arrays)  # global + mean update
 
     def _median_round(
         self,

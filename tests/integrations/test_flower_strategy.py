@@ -557,6 +557,41 @@ def test_clients_replying_full_models_have_their_update_clipped_not_their_model(
     np.testing.assert_allclose(result.arrays.to_numpy_ndarrays()[0], expected, atol=1e-4)
 
 
+def test_the_plain_mean_clips_the_update_not_the_model(loopback_grid: Any) -> None:
+    # The plain mean used to clip each coordinate of the replied model to ±clip: a model of
+    # 50s came back as 10s. Now it averages the L2-clipped updates and applies them.
+    rng = np.random.default_rng(8)
+    nodes = list(range(1, 6))
+    updates = {node: rng.uniform(-0.5, 0.5, DIM) for node in nodes}
+    keys, trust_store = generate_identities(range(1, len(nodes) + 1), seed=4)
+    apps = Apps()
+    apps.trust_store = trust_store
+    for position, node in enumerate(nodes):
+        mod = make_protocols_mod(seed=4, identity=keys[position + 1], trust_store=trust_store)
+        app = ClientApp(mods=[mod])
+
+        def train(message: Message, context: Context, node: int = node) -> Message:
+            sent = next(iter(message.content.array_records.values())).to_numpy_ndarrays()[0]
+            content = RecordDict(
+                {
+                    "arrays": ArrayRecord([sent + updates[node]]),
+                    "metrics": MetricRecord({"num-examples": 1.0}),
+                }
+            )
+            return Message(content, reply_to=message)
+
+        app.train()(train)
+        apps[node] = app
+    grid = loopback_grid(apps)
+    start = np.full(DIM, 50.0)
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=5), "mean", clip=10.0, weight_cap=1.0, trust_store=trust_store
+    )
+    result = strategy.start(grid, ArrayRecord([start]), num_rounds=1)
+    expected = start + np.mean([updates[n] for n in nodes], axis=0)
+    np.testing.assert_allclose(result.arrays.to_numpy_ndarrays()[0], expected, atol=1e-5)
+
+
 def test_federated_evaluation_is_the_wrapped_strategys_own(loopback_grid: Any) -> None:
     # Flower's FedAvg evaluates the new global model on the nodes after every round; the
     # SecureStrategy passes that through (configure_evaluate → replies → aggregate_evaluate).
