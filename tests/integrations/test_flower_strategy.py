@@ -501,20 +501,14 @@ def test_a_run_budget_pays_every_noisy_release_and_ends_the_run_when_spent(
         )
 
 
-def test_clients_replying_full_models_have_their_update_clipped_not_their_model(
-    loopback_grid: Any,
-) -> None:
-    # Flower clients reply with the trained model. The secure aggregations clip and aggregate
-    # the update (reply − the global model sent), and apply the aggregate to the global model:
-    # a large model far from zero is not clipped to ‖·‖ ≤ clip.
-    rng = np.random.default_rng(6)
-    nodes = list(range(1, 6))
-    updates = {node: rng.uniform(-0.5, 0.5, DIM) for node in nodes}
-    keys, trust_store = generate_identities(range(1, len(nodes) + 1), seed=3)
+def full_model_apps(updates: dict[int, np.ndarray], seed: int) -> Apps:
+    """Client apps that reply, as Flower clients do, with a full model: the one sent + update."""
+    nodes = sorted(updates)
+    keys, trust_store = generate_identities(range(1, len(nodes) + 1), seed=seed)
     apps = Apps()
     apps.trust_store = trust_store
     for position, node in enumerate(nodes):
-        mod = make_protocols_mod(seed=3, identity=keys[position + 1], trust_store=trust_store)
+        mod = make_protocols_mod(seed=seed, identity=keys[position + 1], trust_store=trust_store)
         app = ClientApp(mods=[mod])
 
         def train(message: Message, context: Context, node: int = node) -> Message:
@@ -529,6 +523,20 @@ def test_clients_replying_full_models_have_their_update_clipped_not_their_model(
 
         app.train()(train)
         apps[node] = app
+    return apps
+
+
+def test_clients_replying_full_models_have_their_update_clipped_not_their_model(
+    loopback_grid: Any,
+) -> None:
+    # Flower clients reply with the trained model. The secure aggregations clip and aggregate
+    # the update (reply − the global model sent), and apply the aggregate to the global model:
+    # a large model far from zero is not clipped to ‖·‖ ≤ clip.
+    rng = np.random.default_rng(6)
+    nodes = list(range(1, 6))
+    updates = {node: rng.uniform(-0.5, 0.5, DIM) for node in nodes}
+    apps = full_model_apps(updates, seed=3)
+    trust_store = apps.trust_store
     grid = loopback_grid(apps)
     start = np.full(DIM, 50.0)  # ‖model‖ ≈ 122, far above the clip
     strategy = SecureStrategy(
@@ -563,25 +571,8 @@ def test_the_plain_mean_clips_the_update_not_the_model(loopback_grid: Any) -> No
     rng = np.random.default_rng(8)
     nodes = list(range(1, 6))
     updates = {node: rng.uniform(-0.5, 0.5, DIM) for node in nodes}
-    keys, trust_store = generate_identities(range(1, len(nodes) + 1), seed=4)
-    apps = Apps()
-    apps.trust_store = trust_store
-    for position, node in enumerate(nodes):
-        mod = make_protocols_mod(seed=4, identity=keys[position + 1], trust_store=trust_store)
-        app = ClientApp(mods=[mod])
-
-        def train(message: Message, context: Context, node: int = node) -> Message:
-            sent = next(iter(message.content.array_records.values())).to_numpy_ndarrays()[0]
-            content = RecordDict(
-                {
-                    "arrays": ArrayRecord([sent + updates[node]]),
-                    "metrics": MetricRecord({"num-examples": 1.0}),
-                }
-            )
-            return Message(content, reply_to=message)
-
-        app.train()(train)
-        apps[node] = app
+    apps = full_model_apps(updates, seed=4)
+    trust_store = apps.trust_store
     grid = loopback_grid(apps)
     start = np.full(DIM, 50.0)
     strategy = SecureStrategy(
