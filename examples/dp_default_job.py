@@ -31,7 +31,9 @@ from protocols.training.datasets import synthetic_iid
 from protocols.training.fedplus import FedPlusConfig, train_fedplus
 
 _TRAINERS = ("fedavg", "deltafl", "rfa", "rfa1")
-_FEDPLUS = ("fedavg+", "fedprox", "fedgeomed+")
+_FEDPLUS = ("fedavg+", "fedprox", "fedgeomed+", "fedcomed+")
+# Under DP: FedGeoMed+ by the Weiszfeld iteration, FedCoMed+ by the paper's alternation.
+_METHOD = {"fedcomed+": "moreau"}
 _LABELS = {
     "fedavg": "FedAvg",
     "deltafl": "Δ-FL",
@@ -40,6 +42,7 @@ _LABELS = {
     "fedavg+": "FedAvg+",
     "fedprox": "FedProx",
     "fedgeomed+": "FedGeoMed+",
+    "fedcomed+": "FedCoMed+",
 }
 
 
@@ -61,7 +64,7 @@ def _error(algorithm: str, seed: int, rounds: int, epsilon: float | None, draw: 
             model="logreg",
             local_steps=10,
             batch_size=32,
-            aggregation_method="weiszfeld",
+            aggregation_method=_METHOD.get(algorithm, "weiszfeld"),  # type: ignore[arg-type]
             **common,
             **noise,
         )

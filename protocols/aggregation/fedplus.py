@@ -13,8 +13,10 @@ aggregation iteration (Fed+ §3, initialised at the mean) alternates θₖ and w
 
 which only needs *sums*: for the ℓ2 regulariser wₖ − w̃ − θₖ = cₖ(wₖ − w̃) with the scalar
 cₖ = min(1, δ/‖wₖ − w̃‖), so each step is one secure weighted average with weights αₖcₖ (an
-iterative secure aggregate, RFA Definition 1); for ℓ1 the factor is per coordinate, so each step
-is one secure sum of the vectors [βₖ ⊙ wₖ ; βₖ] (:func:`secure_coordinate_average`). The squared
+iterative secure aggregate, RFA Definition 1); for ℓ1 wₖ − w̃ − θₖ = clip(wₖ − w̃, ±δ) per
+coordinate, so each step is one secure weighted average of those bounded pulls (and the
+majorise–minimise iteration's per-coordinate weights need :func:`secure_coordinate_average`,
+one sum of [βₖ ⊙ wₖ ; βₖ]). The squared
 ℓ2 iteration is stationary at its start (the mean): FedAvg+ costs one secure average.
 ``method="weiszfeld"`` minimises the same envelope by majorise–minimise (weights αₖ/max(δ, dₖ)),
 which for ℓ2 is RFA's smoothed Weiszfeld with ν = δ, far faster when δ is small.
@@ -38,6 +40,7 @@ from protocols.aggregation._quantization import plan_quantization
 from protocols.aggregation.geometric_median import geometric_median
 from protocols.aggregation.iterative import CallPlan, Contributions, run_iterative_aggregate
 from protocols.aggregation.secure_average import (
+    AverageResult,
     AverageSettings,
     ServerView,
     ZeroWeightSumError,
@@ -605,8 +608,8 @@ def fedplus_aggregate(
         αₖ ≥ 0 (default 1: the paper's Mean).
     regularizer
         ``"squared_l2"`` (FedAvg+: one secure average, the mean), ``"l2"`` (FedGeoMed+: one
-        secure average per iteration) or ``"l1"`` (FedCoMed+: one per-coordinate secure sum per
-        iteration).
+        secure average per iteration) or ``"l1"`` (FedCoMed+: one secure average of the pulls
+        per iteration; by ``"weiszfeld"`` one per-coordinate secure sum per iteration).
     smoothing
         δ > 0 of the Moreau envelope (δ → 0: geometric / coordinate-wise median).
     method
@@ -620,8 +623,10 @@ def fedplus_aggregate(
     settings
         :class:`AverageSettings` (bits, clip, graph, noise). Noise (the clients' distributed
         discrete Gaussian, user-level DP of the aggregate) is supported where every sum is a
-        secure weighted average: ``"squared_l2"``, and ``"l2"`` with ``method="weiszfeld"``
-        (RFA's geometric median, each average noised); it needs a public ``weight_cap``.
+        secure weighted average: ``"squared_l2"``, ``"l2"`` with ``method="weiszfeld"``
+        (RFA's geometric median, each average noised) and ``"l1"`` with ``method="moreau"``
+        (each average of the pulls noised, L2-clipped to ``settings.clip``); it needs a public
+        ``weight_cap``.
     weight_cap
         Public cap on αₖ (``None``: the largest).
     seed
@@ -640,7 +645,8 @@ def fedplus_aggregate(
     ------
     ValueError
         On a bad regulariser, method, smoothing or iteration count, or noise where a sum is
-        not a secure weighted average (``"l1"``; ``"l2"`` with ``"moreau"``).
+        not a secure weighted average (``"l1"`` with ``"weiszfeld"``; ``"l2"`` with
+        ``"moreau"``).
     secagg.TooFewSurvivorsError, ZeroWeightSumError
         When a secure sum cannot complete (the trainer skips the round).
 
@@ -673,12 +679,14 @@ def fedplus_aggregate(
     if not isinstance(settings, AverageSettings):
         raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
     if settings.noise is not None and not (
-        regularizer == "squared_l2" or (regularizer == "l2" and method == "weiszfeld")
+        regularizer == "squared_l2"
+        or (regularizer == "l2" and method == "weiszfeld")
+        or (regularizer == "l1" and method == "moreau")
     ):
         raise ValueError(
             f"noise needs every sum to be a secure weighted average: regularizer={regularizer!r} "
-            f"with method={method!r} has no noisy release (use 'squared_l2', or 'l2' with "
-            "method='weiszfeld', the same minimiser)"
+            f"with method={method!r} has no noisy release (use 'squared_l2', 'l2' with "
+            "method='weiszfeld', or 'l1' with method='moreau': the same minimisers)"
         )
     seed = check_seed(seed)
     matrix = as_matrix(points)
@@ -751,11 +759,24 @@ def fedplus_aggregate(
             secure,
             seed,
         )
+    if method == "moreau":
+        return _pull_iteration(
+            matrix,
+            alpha,
+            delta=delta,
+            max_iterations=max_iterations,
+            tol=tol,
+            settings=settings,
+            weight_cap=weight_cap,
+            secure=secure,
+            seed=seed,
+            dropouts=dropouts,
+            budget=budget if settings.noise is not None else None,
+        )
     return _coordinate_iteration(
         matrix,
         alpha,
         delta=delta,
-        method=method,
         max_iterations=max_iterations,
         tol=tol,
         settings=settings,
@@ -827,7 +848,6 @@ def _coordinate_iteration(
     alpha: NDArray[np.float64],
     *,
     delta: float,
-    method: str,
     max_iterations: int,
     tol: float,
     settings: AverageSettings,
@@ -836,7 +856,8 @@ def _coordinate_iteration(
     seed: int | None,
     dropouts: Mapping[str, Iterable[int]] | None,
 ) -> FedPlusAggregate:
-    """FedCoMed+: per-coordinate weights, one secure sum of [β⊙w ; β] per iteration."""
+    """FedCoMed+ by majorise–minimise: per-coordinate weights, one secure sum of [β⊙w ; β] per
+    iteration."""
     root = None if seed is None else KeystreamRandom(seed, label=_DOMAIN + b"/iteration")
     d = matrix.shape[1]
     finite_alpha = alpha[np.isfinite(alpha)]
@@ -861,28 +882,16 @@ def _coordinate_iteration(
         )
 
     first = call(0, np.repeat(alpha[:, None], d, axis=1), cap_alpha)
-    total = first.weight_sum
-    if not (total > 0).all():
+    if not (first.weight_sum > 0).all():
         raise ZeroWeightSumError("the released weight sum of the mean is not positive")
-    centre = first.weighted_sum / total
+    centre = first.weighted_sum / first.weight_sum
     upload, steps, last = first.upload_bytes, [], first
     for index in range(1, max_iterations + 1):
-        differences = matrix - centre
-        if method == "moreau":
-            beta = alpha[:, None] * _pull_factors(differences, "l1", delta)
-            cap = cap_alpha
-        else:
-            beta = alpha[:, None] / np.maximum(delta, np.abs(differences))
-            cap = cap_alpha / delta
+        beta = alpha[:, None] / np.maximum(delta, np.abs(matrix - centre))
         beta = np.where(np.isfinite(beta), beta, 0.0)
-        last = call(index, beta, cap)
+        last = call(index, beta, cap_alpha / delta)
         upload += last.upload_bytes
-        if method == "moreau":
-            # w̃ ← w̃ + (Σβw − w̃Σβ)/A: the θ/w̃ alternation per coordinate (notes §2).
-            step = (last.weighted_sum - centre * last.weight_sum) / total
-            new_centre = centre + step
-        else:
-            new_centre = last.average(centre)
+        new_centre = last.average(centre)
         steps.append(float(np.linalg.norm(new_centre - centre)))
         centre = new_centre
         if steps[-1] <= tol:
@@ -891,7 +900,73 @@ def _coordinate_iteration(
         centre,
         "l1",
         delta,
-        method,
+        "weiszfeld",
+        len(steps),
+        len(steps) + 1,
+        last.survivors,
+        last.rejected,
+        upload,
+        tuple(steps),
+        secure,
+        seed,
+    )
+
+
+def _pull_iteration(
+    matrix: NDArray[np.float64],
+    alpha: NDArray[np.float64],
+    *,
+    delta: float,
+    max_iterations: int,
+    tol: float,
+    settings: AverageSettings,
+    weight_cap: float | None,
+    secure: bool,
+    seed: int | None,
+    dropouts: Mapping[str, Iterable[int]] | None,
+    budget: PrivacyBudget | None,
+) -> FedPlusAggregate:
+    """FedCoMed+ by the paper's alternation: w̃ ← w̃ + Σαₖ·clip(wₖ − w̃, ±δ)/A, each step one
+    secure weighted average of the bounded pulls (with noise: DP, fedplus_notes.md §5)."""
+    root = None if seed is None else KeystreamRandom(seed, label=_DOMAIN + b"/pull")
+
+    def call(index: int, vectors: NDArray[np.float64]) -> AverageResult:
+        call_seed = None
+        if root is not None:
+            call_seed = int.from_bytes(root.spawn(b"call/%d" % index).random_bytes(16), "big")
+        return secure_weighted_average(
+            vectors,
+            alpha,
+            settings=settings,
+            weight_cap=weight_cap,
+            seed=call_seed,
+            dropouts=dropouts,
+            secure=secure,
+            budget=budget,
+        )
+
+    def uploaded(result: AverageResult) -> int:
+        return 0 if result.secure_sum is None else sum(result.secure_sum.upload_bytes.values())
+
+    # A row with a non-finite entry stays non-finite in every call (clip(inf) would be δ).
+    broken = ~np.isfinite(matrix).all(axis=1)
+    last = call(0, matrix)
+    centre, upload, steps = last.average, uploaded(last), []
+    for index in range(1, max_iterations + 1):
+        # r(wₖ − w̃) = clip(wₖ − w̃, −δ, δ) per coordinate (notes §1).
+        pulls = np.clip(matrix - centre, -delta, delta)
+        pulls[broken] = np.nan
+        last = call(index, pulls)
+        upload += uploaded(last)
+        steps.append(float(np.linalg.norm(last.average)))
+        centre = centre + last.average
+        if steps[-1] <= tol:
+            break
+    return FedPlusAggregate(
+        centre,
+        "l1",
+        delta,
+        "moreau",
         len(steps),
         len(steps) + 1,
         last.survivors,

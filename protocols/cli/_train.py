@@ -85,10 +85,9 @@ _ALGORITHM_LABELS = {
 # Fed+ (personalised; FedProx is its non-personalised baseline) and FFGB run their own trainers.
 _FEDPLUS = ("fedavg+", "fedgeomed+", "fedcomed+", "fedprox")
 _FFGB = ("ffgb", "ffgb-c", "ffgb-l")
-# The Fed+ and FFGB algorithms whose model can carry the clients' noise (FedGeoMed+ through the
-# Weiszfeld iteration, the same minimiser as the paper's Moreau alternation; FFGB through its
-# shared Fourier basis). FedCoMed+'s per-coordinate sums have no noisy release.
-_OTHERS_WITH_DP = ("fedavg+", "fedgeomed+", "fedprox", *_FFGB)
+# Under model DP FedGeoMed+ runs the Weiszfeld iteration and FedCoMed+ the paper's alternation
+# (the same minimisers; each step one noisy secure average); FFGB noises its shared Fourier basis.
+_DP_METHOD = {"fedgeomed+": "weiszfeld", "fedcomed+": "moreau"}
 _CHOICES = (*ALGORITHMS, *_FEDPLUS, *_FFGB)
 AnyConfig = TrainerConfig | FedPlusConfig | FFGBConfig
 AnyResult = TrainingResult | FedPlusResult | FFGBResult
@@ -217,9 +216,9 @@ def register(subparsers: Any) -> None:
         "discrete Gaussian noise: user-level DP of the model; for Δ-FL with θ < 1 that needs a "
         "private threshold too, so it runs 'both'), 'thresholds' "
         "(Δ-FL's loss quantiles only: the model has NO DP), 'both' (Δ-FL; others: model), "
-        "'none'; 'auto' (default) = the model for FedAvg, RFA, FedAvg+, FedProx and FedGeoMed+ "
-        "(Weiszfeld) and FFGB (its Fourier coefficients, clip FFGB_DP_CLIP), both for Δ-FL with "
-        "θ < 1; FedCoMed+ has no DP yet and runs without",
+        "'none'; 'auto' (default) = the model for FedAvg, RFA, Fed+ (FedGeoMed+ by Weiszfeld, "
+        "FedCoMed+ by the Moreau alternation) and FFGB (its Fourier coefficients, clip "
+        "FFGB_DP_CLIP), both for Δ-FL with θ < 1",
     )
     parser.add_argument(
         "--dp-clip",
@@ -338,15 +337,9 @@ def _refuse_inapplicable(args: argparse.Namespace, algorithms: list[str]) -> Non
             "one; use --dp model"
         )
     dp_requested = args.dp in ("model", "both") and not args.no_dp
-    without_dp = sorted(set(others) - set(_OTHERS_WITH_DP))
     if args.dp == _DP_AUTO and not args.no_dp:
-        # auto: model DP wherever the trainer has it
-        dp_requested = bool(trainers) or bool(set(others) & set(_OTHERS_WITH_DP))
-    elif dp_requested and without_dp:
-        raise CommandError(
-            f"--dp {args.dp}: DP for {', '.join(without_dp)} is not done yet (no noisy release "
-            "there); drop them or use --dp none"
-        )
+        # auto: model DP for every trainer (each has a noisy release of its model)
+        dp_requested = bool(trainers) or bool(others)
     uses_dp = not args.no_dp and args.dp != "none" and (dp_requested or "deltafl" in chosen)
     if not uses_dp:
         for name in sorted(changed & {"epsilon", "delta"}):
@@ -388,18 +381,19 @@ def _configs(args: argparse.Namespace, algorithms: list[str]) -> list[AnyConfig]
         if name in _FEDPLUS:
             fedplus = FedPlusConfig(algorithm=name, model=args.model, **shared, **local)  # type: ignore[arg-type]
             scope = "none" if args.no_dp else args.dp
-            if name in _OTHERS_WITH_DP and scope in (_DP_AUTO, "model", "both"):
+            if scope in (_DP_AUTO, "model", "both"):
                 dp_config = fedplus.with_changes(
                     epsilon=args.epsilon,
                     delta=args.delta,
                     update_clip=args.dp_clip,
-                    aggregation_method="weiszfeld",  # the noisy iteration (same minimiser)
+                    aggregation_method=_DP_METHOD.get(name, "weiszfeld"),
                 )
                 configs.append(dp_config)
                 if args.baseline:
                     configs.append(
                         fedplus.with_changes(
-                            update_clip=dp_config.clip, aggregation_method="weiszfeld"
+                            update_clip=dp_config.clip,
+                            aggregation_method=dp_config.aggregation_method,
                         )
                     )
             else:

@@ -154,9 +154,10 @@ class FedPlusConfig:
         add/remove): every secure average carries the clients' distributed discrete Gaussian
         noise (KLS21's client procedure), planned before round 1 and paid from one
         :class:`~dpquantile.PrivacyBudget`; every party weighs 1. Personal models never leave
-        their party. FedAvg+, FedProx and FedAvg (one average per round) and FedGeoMed+ and RFA
-        with ``aggregation_method="weiszfeld"`` (each of its K + 1 averages noised);
-        FedCoMed+'s per-coordinate sums have no noisy release (refused). ``None``: no DP.
+        their party. FedAvg+, FedProx and FedAvg (one average per round), FedGeoMed+ and RFA
+        with ``aggregation_method="weiszfeld"`` and FedCoMed+ with ``"moreau"`` (each of the
+        K + 1 averages noised; FedCoMed+ averages the L2-clipped pulls clip(wₖ − w̃, ±δ)).
+        ``None``: no DP.
         ``noise_seed`` reseeds the noise only (``None``: from ``seed``).
     dropout
         Probability that a sampled party drops out before sending its masked input.
@@ -263,11 +264,11 @@ class FedPlusConfig:
         if self.epsilon is not None:
             object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
             regularizer = _REGULARIZERS[self.algorithm]
-            if regularizer == "l1":
+            if regularizer == "l1" and self._method == "weiszfeld":
                 raise ValueError(
-                    f"epsilon: {self.algorithm}'s per-coordinate secure sums have no noisy "
-                    "release yet (DP is done for fedavg+, fedprox, fedavg, and fedgeomed+/rfa "
-                    "with aggregation_method='weiszfeld')"
+                    f"epsilon: {self.algorithm} under DP needs aggregation_method='moreau' (the "
+                    "same minimiser, each step one noisy secure average of the clients' pulls); "
+                    "the majorise–minimise per-coordinate sums have no noisy release"
                 )
             if regularizer == "l2" and self._method == "moreau":
                 raise ValueError(
@@ -591,7 +592,9 @@ class FedPlusTrainer:
         by the public survivor count; the Weiszfeld weights are not a count)."""
         if self.privacy is None:
             return AverageSettings(bits=self._bits(), clip=self.config.clip)
-        return self.privacy.settings(mean=_REGULARIZERS[self.config.algorithm] == "squared_l2")
+        # FedAvg+'s mean and FedCoMed+'s averaged pulls weigh every party 1 over the public
+        # survivor count; the Weiszfeld weights are not a count.
+        return self.privacy.settings(mean=_REGULARIZERS[self.config.algorithm] != "l2")
 
     def _build_model(self) -> Model:
         config, data = self.config, self.dataset
@@ -719,7 +722,7 @@ class FedPlusTrainer:
                 sums = aggregate.num_secure_sums
                 survivors = len(aggregate.survivors)
                 self.upload_bytes += aggregate.upload_bytes
-                width = 2 * d if regularizer == "l1" else d + 1
+                width = 2 * d if regularizer == "l1" and method == "weiszfeld" else d + 1
                 self.payload_bytes += sums * survivors * math.ceil(width * bits / 8)
                 if np.isfinite(aggregate.aggregate).all():
                     self.global_parameters = centre + aggregate.aggregate

@@ -100,7 +100,6 @@ def test_broken_pipe_and_memory_are_handled_by_the_one_handler(
         ),
         (["train", "--algo", "ffgb-c", "--lr", "0.1"], "--lr does not apply to FFGB"),
         (["train", "--algo", "fedavg", "--dp", "none", "--epsilon", "2"], "applies to no chosen"),
-        (["train", "--algo", "fedcomed+", "--dp", "model"], "DP for fedcomed+ is not done"),
         (["train", "--algo", "fedavg", "--no-dp", "--adaptive-clip"], "--adaptive-clip adapts"),
         (["train", "--algo", "ffgb", "--adaptive-clip"], "--adaptive-clip adapts"),
         (["train", "--algo", "fedavg", "--no-dp", "--dp-clip", "1"], "--dp-clip is the clip of"),

@@ -113,19 +113,17 @@ def test_fedplus_and_ffgb_through_the_same_command(
         assert label in out
     record = json.loads((tmp_path / "train_results.json").read_text())
     runs = record["runs"]
-    # FedAvg+ and FFGB have model DP (the default 'auto'), each beside its no-DP twin;
-    # FedCoMed+ has no noisy release yet, so it runs without DP and says so.
-    assert [r["algorithm"] for r in runs[:3]] == ["fedavg+", "fedavg+", "fedcomed+"]
-    assert [r["model_dp"] for r in runs] == [True, False, False, True, False, True, False]
-    assert [r["dp_covers"] for r in runs[:3]] == [
-        "global model",
-        "nothing (no DP)",
-        "nothing (no DP)",
-    ]
+    # Every trainer has model DP under the default 'auto', each beside its no-DP twin
+    # (FedCoMed+ by the Moreau alternation, its noisy iteration, in both).
+    assert [r["algorithm"] for r in runs[:4]] == ["fedavg+", "fedavg+", "fedcomed+", "fedcomed+"]
+    assert [r["model_dp"] for r in runs] == [True, False] * 4
+    assert [r["dp_covers"] for r in runs[:2]] == ["global model", "nothing (no DP)"]
     assert runs[0]["epsilon_spent"] <= 5.0 and runs[1]["config"]["update_clip"] == 1.0
-    assert "FedAvg+ ε=5 model" in out and "FedCoMed+ no DP" in out
-    assert [r["config"]["variant"] for r in runs[3:]] == ["ffgb-c"] * 2 + ["ffgb-l"] * 2
-    assert runs[3]["dp_covers"] == "model" and runs[4]["config"]["coefficient_clip"] == 20.0
+    assert runs[2]["epsilon_spent"] <= 5.0
+    assert {runs[k]["config"]["aggregation_method"] for k in (2, 3)} == {"moreau"}
+    assert "FedAvg+ ε=5 model" in out and "FedCoMed+ ε=5 model" in out
+    assert [r["config"]["variant"] for r in runs[4:]] == ["ffgb-c"] * 2 + ["ffgb-l"] * 2
+    assert runs[4]["dp_covers"] == "model" and runs[5]["config"]["coefficient_clip"] == 20.0
     assert all(0.0 <= r["errors"]["mean"] <= 1.0 for r in runs)
 
 

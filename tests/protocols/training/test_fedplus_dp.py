@@ -95,16 +95,63 @@ def test_dropouts_withhold_rounds_and_never_overspend(data: FederatedDataset) ->
 
 
 def test_what_has_no_noisy_release_is_refused() -> None:
-    with pytest.raises(ValueError, match="per-coordinate secure sums have no noisy release"):
-        FedPlusConfig(algorithm="fedcomed+", epsilon=5.0)
+    with pytest.raises(ValueError, match="aggregation_method='moreau'"):
+        FedPlusConfig(algorithm="fedcomed+", aggregation_method="weiszfeld", epsilon=5.0)
     with pytest.raises(ValueError, match="aggregation_method='weiszfeld'"):
         FedPlusConfig(algorithm="fedgeomed+", epsilon=5.0)
     noise = DiscreteGaussianNoise(rho=1.0)
     settings = AverageSettings(clip=1.0, noise=noise)
-    with pytest.raises(ValueError, match="no noisy release"):
-        fedplus_aggregate(
-            np.ones((4, 2)), regularizer="l1", smoothing=0.1, settings=settings, weight_cap=1.0
-        )
+    for regularizer, method in (("l1", "weiszfeld"), ("l2", "moreau")):
+        with pytest.raises(ValueError, match="no noisy release"):
+            fedplus_aggregate(
+                np.ones((4, 2)),
+                regularizer=regularizer,  # type: ignore[arg-type]
+                smoothing=0.1,
+                method=method,  # type: ignore[arg-type]
+                settings=settings,
+                weight_cap=1.0,
+            )
+
+
+def test_fedcomed_plus_pays_every_pull_average(data: FederatedDataset) -> None:
+    config = _config(algorithm="fedcomed+", aggregation_iterations=2)
+    assert config.averages_per_round == 3 and config.clip == DEFAULT_DP_CLIP
+    result = train_fedplus(config, data)
+    assert result.privacy is not None and result.dp_covers == "global model"
+    ledger = result.privacy["ledger"]
+    assert len(ledger) == 3 * 3 and result.rounds_skipped == 0
+    assert result.epsilon_spent is not None and 4.99 < result.epsilon_spent <= 5.0
+    assert np.isfinite(result.global_parameters).all()
+
+
+def test_noisy_fedcomed_aggregate_tends_to_the_exact_one_and_resists_an_outlier() -> None:
+    # Pulls clip(w − z, ±δ) are bounded by δ per coordinate: one far client moves each step by
+    # at most δ/n per coordinate, while the mean moves by its whole offset / n.
+    rng = np.random.default_rng(4)
+    points = rng.normal(0.0, 0.05, size=(20, 3))
+    points[0] = [0.9, -0.9, 0.0]  # inside the clip 2, far from the rest
+    exact = fedplus_aggregate(
+        points, regularizer="l1", smoothing=0.02, max_iterations=30, secure=False
+    )
+    mean = points.mean(axis=0)
+    assert np.abs(exact.aggregate).max() < np.abs(mean).max() / 2
+    settings = AverageSettings(
+        bits=64,
+        clip=2.0,
+        noise=DiscreteGaussianNoise(rho=1e6),
+        denominator="survivors",
+    )
+    noisy = fedplus_aggregate(
+        points,
+        regularizer="l1",
+        smoothing=0.02,
+        max_iterations=30,
+        settings=settings,
+        weight_cap=1.0,
+        seed=5,
+    )
+    assert noisy.num_secure_sums == exact.num_secure_sums == 31
+    np.testing.assert_allclose(noisy.aggregate, exact.aggregate, atol=5e-3)
 
 
 def test_a_public_weight_floor_clamps_the_noisy_weight_sum() -> None:
