@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from audits.attacks import outcome_table
 from audits.records import AuditResult, Verdict
 from audits.report import (
     PLOTS_UNAVAILABLE,
@@ -119,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_results(results: Sequence[AuditResult]) -> None:
     print(format_table(results))
+    for r in results:
+        if r.audit == 10 and r.details.get("outcomes"):
+            print("\nattacks (audit 10):\n" + outcome_table(r.details["outcomes"]))
 
 
 def _false_alarms(args: argparse.Namespace, only: list[int] | None, bar: ProgressBar) -> int:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from audits.attacks import AttackSurface
 from audits.privacy_audits import REFERENCE_DELTA
 from audits.records import AuditResult, Verdict
 from audits.targets import (
@@ -638,6 +639,10 @@ class FlowerTarget:
 
     def noisy_average(self) -> NoisyAverageUnderTest | None:
         """None."""
+        return None
+
+    def attack_surface(self) -> AttackSurface | None:
+        """None yet: no adversarial driver for Flower's SecAgg+ messages (audit 10 is n/a)."""
         return None
 
 

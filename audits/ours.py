@@ -22,6 +22,7 @@ import secagg
 import secagg.graph_parameters
 import secagg.masks
 import secagg.shamir
+from audits.attacks import AttackSurface, OurAttackSurface
 from audits.targets import (
     AccountantUnderTest,
     Draw,
@@ -646,3 +647,7 @@ class OurTarget:
     def noisy_average(self) -> NoisyAverageUnderTest | None:
         """secure_weighted_average with distributed discrete Gaussian noise."""
         return _OurNoisyAverage()
+
+    def attack_surface(self) -> AttackSurface | None:
+        """The real Client and Server in both threat models, driven by a malicious server."""
+        return OurAttackSurface()

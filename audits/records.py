@@ -75,7 +75,7 @@ class AuditResult:
     Attributes
     ----------
     audit
-        The audit's number in issue 7 (1–9).
+        The audit's number (1–9 from issue 7; 10: the attack family).
     name
         Short name (``sampler-fit``, ``accountant``, ...).
     target

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from audits.attacks import outcome_table
 from audits.records import AuditResult
 from audits.selfcheck import SelfCheckReport
 from audits.statistics import gaussian_trade_off
@@ -120,7 +121,7 @@ def format_catch_table(report: SelfCheckReport) -> str:
     Examples
     --------
     >>> print(format_catch_table(SelfCheckReport(real=[], mutants=[])).splitlines()[2])
-    catch rate: 0/0 = 100 %; false alarms on the real code: 0; not audited: 9
+    catch rate: 0/0 = 100 %; false alarms on the real code: 0; not audited: 10
     """
     lines = [f"{'mutant':<36} | {'ran':<17} | {'caught by':<17} | first finding"]
     lines.append("-" * 120)
@@ -191,6 +192,13 @@ def _markdown(
                     f"{m['tau_cp']:.3f} | {m['tau_fit']:.3f} | {m['releases_per_neighbour']} |"
                 )
             lines += ["", f"Reference configuration: {r.details.get('reference')}."]
+        if r.audit == 10 and r.details.get("outcomes"):
+            lines += [
+                "",
+                "## Audit 10: attacks (decided by reconstructing an honest input, or the total)",
+                "",
+                outcome_table(r.details["outcomes"]),
+            ]
     defects = meta.get("defects")
     if defects:
         lines += [

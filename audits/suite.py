@@ -1,4 +1,4 @@
-"""The nine audits as one suite: names, tiers, and a runner that never lets one audit crash
+"""The ten audits as one suite: names, tiers, and a runner that never lets one audit crash
 the rest (an audit that raises is recorded as a FAIL naming the exception)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audits.attacks import audit_attacks
 from audits.canary_audit import audit_canaries
 from audits.privacy_audits import audit_accountant, audit_dropout_noise, audit_epsilon_lower_bound
 from audits.protocol_audits import audit_secure_sum, audit_shamir_masks_graph
@@ -49,6 +50,7 @@ AUDITS: tuple[AuditSpec, ...] = (
     AuditSpec(7, "secure-sum", audit_secure_sum),
     AuditSpec(8, "shamir-masks-graph", audit_shamir_masks_graph),
     AuditSpec(9, "one-run-canaries", audit_canaries),
+    AuditSpec(10, "attacks", audit_attacks),
 )
 
 
@@ -63,7 +65,7 @@ def audit_by_number(number: int) -> AuditSpec:
     for spec in AUDITS:
         if spec.number == number:
             return spec
-    raise KeyError(f"no audit {number}; audits are 1–9")
+    raise KeyError(f"no audit {number}; audits are 1–{len(AUDITS)}")
 
 
 def _crashed(

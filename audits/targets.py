@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from audits.attacks import AttackSurface
 
 __all__ = [
     "AccountantUnderTest",
@@ -515,4 +518,8 @@ class AuditTarget(Protocol):
 
     def noisy_average(self) -> NoisyAverageUnderTest | None:
         """The noisy average a DP trainer uses."""
+        ...
+
+    def attack_surface(self) -> AttackSurface | None:
+        """The secure sum as the attack audits drive it (:class:`audits.attacks.AttackSurface`)."""
         ...

@@ -17,7 +17,7 @@ import protocols.aggregation._quantization as quantization
 import secagg
 from dpquantile import accounting, quantile, samplers
 from protocols.aggregation import secure_average
-from secagg import client, masks, ring, server, shamir
+from secagg import client, identity, masks, ring, server, shamir
 
 __all__ = ["MUTANTS", "Mutant", "mutant_by_name"]
 
@@ -256,6 +256,21 @@ def _mask_reused() -> contextlib.AbstractContextManager[None]:
     )
 
 
+def _advertisement_omits_keys() -> contextlib.AbstractContextManager[None]:
+    """The signed advertisement covers the round and the id but not the two public keys, so a
+    server can list its own keys under a neighbour's valid signature (clients and server agree
+    on the shortened bytes: honest rounds still pass)."""
+    original = identity.advertisement_message
+
+    def shortened(config_digest: bytes, client_id: int, *_keys: bytes) -> bytes:
+        return original(config_digest, client_id, b"", b"")
+
+    return _patched(
+        (client, "advertisement_message", shortened),
+        (server, "advertisement_message", shortened),
+    )
+
+
 def _answers_both_shares() -> contextlib.AbstractContextManager[None]:
     """The client's unmask handler lacks the disjointness check and answers both shares."""
     key = (client.ClientState.AWAITING_UNMASK_REQUEST, secagg.UnmaskRequest)
@@ -338,6 +353,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "a client answers both shares for one peer",
         (7,),
         _answers_both_shares,
+    ),
+    Mutant(
+        "advertisement_signature_omits_keys",
+        "the signed key advertisement does not cover the keys (substitution goes unnoticed)",
+        (10,),
+        _advertisement_omits_keys,
     ),
     Mutant(
         "headroom_check_dropped",

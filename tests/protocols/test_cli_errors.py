@@ -135,7 +135,7 @@ def test_argument_errors_name_the_option(
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["--only", "99"], "argument --only: choose from 1–9; got 99"),
+        (["--only", "99"], "argument --only: choose from 1–10; got 99"),
         (["--only", "abc"], "argument --only: expected comma-separated integers"),
         (["--false-alarms", "-1"], "argument --false-alarms: must be an integer >= 0"),
     ],

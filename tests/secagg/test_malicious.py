@@ -1,5 +1,7 @@
 """The malicious-server mode against the attacks it exists for, each attempted end to end.
 
+The scenarios are audit 10's (:mod:`audits.attacks`); here each is checked in detail.
+
 Every security test here hands the adversary's whole view to
 :func:`audits.adversary.reconstruct_inputs`, which tries every route to strip an honest client's
 masks. Each attack is also run in the semi-honest mode, where it must succeed: that shows the
@@ -11,36 +13,34 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-from collections.abc import Iterator
 
-import numpy as np
 import pytest
 
-import secagg.shamir
 from audits.adversary import AdversarialRound, honest_inputs_exposed, reconstruct_inputs
+from audits.attacks import (
+    bad_client_round,
+    claim_dropped,
+    inputs_for,
+    run_until,
+    split_views,
+    substitute_directory,
+    wrong_shamir_shares,
+)
 from secagg import (
     ClientState,
     ConsistencyRequest,
-    ConsistencySignature,
     EncryptedShares,
     ForwardedShares,
     KeyDirectory,
-    KeystreamRandom,
     MaskedInput,
     RemoteProtocolError,
     ServerState,
     UnmaskRequest,
     secure_sum,
 )
-from secagg.identity import consistency_message
-from secagg.keys import KeyPair
-from secagg.messages import ClientKeys, Message
+from secagg.messages import Message
 
 GRAPHS = [pytest.param(None, id="complete"), pytest.param(4, id="secagg+")]
-
-
-def inputs_for(n: int, dimension: int = 4) -> dict[int, list[int]]:
-    return {u: [(7 * u + 3 * j) % 97 - 40 for j in range(dimension)] for u in range(1, n + 1)}
 
 
 def total_of(game: AdversarialRound, members: tuple[int, ...]) -> list[int]:
@@ -66,20 +66,6 @@ def test_the_reconstruction_recovers_what_the_adversary_can_know() -> None:
 # -- 1. substituted keys -------------------------------------------------------------------------
 
 
-def _substitute(game: AdversarialRound, directory: KeyDirectory, victim: int) -> KeyDirectory:
-    """The victim's directory with the server's own keys listed under every other id."""
-    source = KeystreamRandom(99, label=b"adversary")
-    fake = {}
-    for v, entry in directory.keys().items():
-        if v == victim:
-            fake[v] = entry
-            continue
-        c, s = KeyPair.generate(source), KeyPair.generate(source)
-        game.view.substituted_keys += [c.private, s.private]
-        fake[v] = ClientKeys(c.public, s.public, entry.signature)
-    return KeyDirectory.build(directory.session_id, victim, fake, signed=directory.signed)
-
-
 @pytest.mark.parametrize("neighbors", GRAPHS)
 @pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
 def test_substituted_keys(threat_model: str, neighbors: int | None) -> None:
@@ -89,8 +75,9 @@ def test_substituted_keys(threat_model: str, neighbors: int | None) -> None:
     )
     directories = game.to_server(game.start())
     tampered = next(
-        _substitute(game, d, victim) for d in directories if isinstance(d, KeyDirectory)
-        and d.recipient == victim
+        substitute_directory(game, d, victim)
+        for d in directories
+        if isinstance(d, KeyDirectory) and d.recipient == victim
     )
     replies = game.to_client(tampered)
     if threat_model == "malicious":
@@ -117,25 +104,6 @@ def test_substituted_keys(threat_model: str, neighbors: int | None) -> None:
 # -- 2. inconsistent views at unmask -------------------------------------------------------------
 
 
-def _until(game: AdversarialRound, kind: type) -> list[Message]:
-    outgoing = game.to_server(game.start()) or game.close()
-    while outgoing and not isinstance(outgoing[0], kind):
-        outgoing = game.step(outgoing)
-    return outgoing
-
-
-def _claim_dropped(request: Message, victim: int) -> Message:
-    """The request, now claiming the surviving ``victim`` dropped."""
-    assert isinstance(request, UnmaskRequest)
-    if victim not in request.survivors:
-        return request
-    return dataclasses.replace(
-        request,
-        survivors=tuple(v for v in request.survivors if v != victim),
-        dropped=tuple(sorted((*request.dropped, victim))),
-    )
-
-
 @pytest.mark.parametrize("neighbors", GRAPHS)
 def test_inconsistent_unmask_views_unmask_the_victim_in_the_semi_honest_mode(
     neighbors: int | None,
@@ -147,8 +115,8 @@ def test_inconsistent_unmask_views_unmask_the_victim_in_the_semi_honest_mode(
     game = AdversarialRound(
         inputs_for(8), threshold=2, neighbors=neighbors, threat_model="semi-honest"
     )
-    requests = _until(game, UnmaskRequest)
-    lied = [_claim_dropped(request, victim) for request in requests]
+    requests = run_until(game, UnmaskRequest)
+    lied = [claim_dropped(request, victim) for request in requests]
     game.to_server(r for m in lied for r in game.to_client(m))
     assert honest_inputs_exposed(game.view, game.inputs, game.honest) == [victim]
 
@@ -159,61 +127,14 @@ def test_inconsistent_unmask_views_are_refused_in_the_malicious_mode(
 ) -> None:
     victim = 1
     game = AdversarialRound(inputs_for(8), threshold=2, neighbors=neighbors)
-    for request in _until(game, UnmaskRequest):
-        game.to_server(game.to_client(_claim_dropped(request, victim)))
+    for request in run_until(game, UnmaskRequest):
+        game.to_server(game.to_client(claim_dropped(request, victim)))
     liars = [u for u in game.honest if u != victim and victim in game.clients[u].neighbors]
     assert all("disagrees with the survivor set" in game.aborted[u] for u in liars)
     assert honest_inputs_exposed(game.view, game.inputs, game.honest) == []
 
 
 # -- 3. different survivor sets in the consistency round -----------------------------------------
-
-
-def split_views(
-    game: AdversarialRound, requests: list[Message], victim: int, group_b: set[int]
-) -> None:
-    """Show ``group_b`` a survivor set without the victim and everyone else the true one;
-    colluders sign both; then certify each group with every signature over its view."""
-    assert all(isinstance(r, ConsistencyRequest) for r in requests)
-    true_view = requests[0].survivors  # type: ignore[union-attr]
-    sid = requests[0].session_id
-    views = {"a": tuple(true_view), "b": tuple(v for v in true_view if v != victim)}
-    signatures: dict[str, dict[int, bytes]] = {"a": {}, "b": {}}
-    senders = {
-        m.recipient: tuple(v for v, _ in m.ciphertexts)
-        for m in game.view.sent
-        if isinstance(m, ForwardedShares)
-    }
-    group_of = {}
-    for request in requests:
-        assert isinstance(request, ConsistencyRequest)
-        u = request.recipient
-        label = "b" if u in group_b else "a"
-        if u == victim and label == "b":
-            label = "a"  # the victim is in its own view
-        group_of[u] = label
-        if u in game.colluding:
-            for name, view in views.items():
-                signatures[name][u] = game.identities[u].sign(consistency_message(sid, view))
-            continue
-        shown = dataclasses.replace(request, survivors=views[label])
-        for reply in game.to_client(shown):
-            assert isinstance(reply, ConsistencySignature)
-            game.view.received.append(reply)
-            signatures[label][u] = reply.signature
-    for u, label in group_of.items():
-        if u in game.colluding:
-            continue
-        members = set(views[label])
-        mine = senders.get(u, ())
-        request = UnmaskRequest(
-            sid,
-            u,
-            tuple(v for v in mine if v in members),
-            tuple(v for v in mine if v not in members),
-            tuple(sorted(signatures[label].items())),
-        )
-        game.view.received.extend(game.to_client(request))
 
 
 @pytest.mark.parametrize("neighbors", [None, 4])
@@ -236,7 +157,7 @@ def test_no_split_of_the_survivor_set_unmasks_anyone(
                 colluding=colluders,
                 max_colluding=len(colluders),
             )
-            split_views(game, _until(game, ConsistencyRequest), victim, set(group_b))
+            split_views(game, run_until(game, ConsistencyRequest), victim, set(group_b))
             exposed += honest_inputs_exposed(game.view, game.inputs, game.honest)
     assert exposed == []
 
@@ -247,10 +168,8 @@ def test_the_quorum_is_what_protects_more_colluders_than_configured_break_it() -
     n, victim, colluders = 7, 1, (6, 7)
     leaks = []
     for group_b in itertools.combinations([2, 3, 4, 5], 2):
-        game = AdversarialRound(
-            inputs_for(n), threshold=2, colluding=colluders, max_colluding=0
-        )
-        split_views(game, _until(game, ConsistencyRequest), victim, set(group_b))
+        game = AdversarialRound(inputs_for(n), threshold=2, colluding=colluders, max_colluding=0)
+        split_views(game, run_until(game, ConsistencyRequest), victim, set(group_b))
         leaks += honest_inputs_exposed(game.view, game.inputs, game.honest)
     assert victim in leaks
 
@@ -287,7 +206,7 @@ def test_spoofed_senders_are_refused_and_blamed_on_the_transport_peer(threat_mod
 
 def test_a_second_different_masked_input_is_a_fault_naming_the_sender() -> None:
     game = AdversarialRound(inputs_for(5), threshold=2, threat_model="semi-honest")
-    outgoing = _until(game, ForwardedShares)
+    outgoing = run_until(game, ForwardedShares)
     replies = [r for m in outgoing for r in game.to_client(m)]
     first = next(m for m in replies if m.peer == 2)
     assert isinstance(first, MaskedInput)
@@ -306,66 +225,6 @@ def test_a_second_different_masked_input_is_a_fault_naming_the_sender() -> None:
 # -- 5. one bad client cannot sink the round -----------------------------------------------------
 
 
-@contextlib.contextmanager
-def wrong_shamir_shares() -> Iterator[None]:
-    """While active, clients deal well-formed shares of nothing (random field elements)."""
-    original = secagg.shamir.share
-
-    def share(sub_secrets: object, points: object, threshold: int, source: object) -> object:
-        rows = original(sub_secrets, points, threshold, source)  # type: ignore[arg-type]
-        rng = np.random.default_rng(5)
-        return rng.integers(0, secagg.shamir.DEFAULT_PRIME, size=rows.shape, dtype=np.int64)
-
-    secagg.shamir.share = share  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        secagg.shamir.share = original
-
-
-def _flip_ciphertexts(message: Message) -> Message:
-    assert isinstance(message, EncryptedShares)
-    bad = tuple((v, bytes([c[0] ^ 1]) + c[1:]) for v, c in message.ciphertexts)
-    return dataclasses.replace(message, ciphertexts=bad)
-
-
-def _bad_round(
-    behaviour: str, bad: tuple[int, ...], neighbors: int | None, threat_model: str
-) -> AdversarialRound:
-    """Run a round (honest server) in which the clients ``bad`` misbehave as ``behaviour``."""
-    game = AdversarialRound(
-        inputs_for(9), threshold=3, neighbors=neighbors, threat_model=threat_model
-    )
-    outgoing = game.to_server(game.start())
-    # share_keys
-    replies: list[Message] = []
-    for message in outgoing:
-        u = message.peer
-        with wrong_shamir_shares() if behaviour.startswith("wrong") and u in bad else (
-            contextlib.nullcontext()
-        ):
-            out = game.to_client(message)
-        if behaviour.startswith("unauthentic") and u in bad:
-            out = [_flip_ciphertexts(m) for m in out]
-        replies += out
-    outgoing = game.to_server(replies) or game.close()
-    silent_after_shares = behaviour.endswith("then silent")
-    # masked_input
-    replies = []
-    for message in outgoing:
-        u = message.peer
-        if u in bad and silent_after_shares:
-            continue
-        out = game.to_client(message)
-        if behaviour == "malformed masked input" and u in bad:
-            out = [dataclasses.replace(m, vector=m.vector[:-1]) for m in out]  # type: ignore
-        replies += out
-    outgoing = game.to_server(replies) or game.close()
-    while outgoing:
-        outgoing = game.step(outgoing)
-    return game
-
-
 BEHAVIOURS = [
     ("unauthentic ciphertexts", True),  # (behaviour, its input stays in the sum)
     ("unauthentic ciphertexts then silent", False),
@@ -382,7 +241,7 @@ BEHAVIOURS = [
 def test_misbehaving_clients_do_not_sink_the_round(
     behaviour: str, counted: bool, bad: tuple[int, ...], neighbors: int | None, threat_model: str
 ) -> None:
-    game = _bad_round(behaviour, bad, neighbors, threat_model)
+    game = bad_client_round(behaviour, bad, neighbors, threat_model)
     server = game.server
     assert server.state is ServerState.COMPLETED, server.abort_reason
     honest = tuple(u for u in game.clients if u not in bad)

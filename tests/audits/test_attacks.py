@@ -1,0 +1,104 @@
+"""Audit 10: the attack family against our two threat models, and that it can fail."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from audits.attacks import (
+    ATTACKS,
+    AttackKind,
+    AttackSpec,
+    OurAttackSurface,
+    audit_attacks,
+    outcome_table,
+)
+from audits.ours import OurTarget
+from audits.records import Verdict
+from audits.suite import audit_by_number
+
+SERVER_ATTACKS_THAT_BREAK_SEMI_HONEST = {
+    "substituted-keys",
+    "inconsistent-unmask-views",
+    "drop-claimed-in-a-later-sum",
+}
+
+
+@pytest.fixture(scope="module")
+def ours() -> object:
+    return audit_attacks(OurTarget())
+
+
+def test_every_attack_fails_against_the_malicious_mode_and_every_client_attack_against_both(
+    ours: object,
+) -> None:
+    result = ours
+    assert result.verdict is Verdict.PASS and result.value == 0  # type: ignore[attr-defined]
+    outcomes = result.details["outcomes"]  # type: ignore[attr-defined]
+    assert {o["attack"] for o in outcomes} == {spec.name for spec in ATTACKS}
+    for o in outcomes:
+        if o["threat_model"] == "malicious" or o["kind"] == "client":
+            assert not o["succeeded"], o
+            assert o["stopped_by"], o  # something named refused it
+    assert result.details["control"]  # type: ignore[attr-defined]
+
+
+def test_the_semi_honest_mode_falls_to_the_server_attacks_it_does_not_claim_to_resist(
+    ours: object,
+) -> None:
+    # The positive control that the attacks are real: a malicious server does reconstruct the
+    # victim's input from its view when nothing authenticates the keys or the survivor set.
+    outcomes = ours.details["outcomes"]  # type: ignore[attr-defined]
+    broken = {
+        o["attack"] for o in outcomes if o["threat_model"] == "semi-honest" and o["succeeded"]
+    }
+    assert broken == SERVER_ATTACKS_THAT_BREAK_SEMI_HONEST
+    for o in outcomes:
+        if o["attack"] in broken and o["threat_model"] == "semi-honest":
+            assert o["exposed"] and not o["claimed_resistant"]
+    table = outcome_table(outcomes)
+    assert (
+        "| substituted-keys | succeeds (not claimed) | succeeds (not claimed) | refused |" in table
+    )
+    assert "**SUCCEEDS**" not in table
+
+
+class _OverclaimingSurface(OurAttackSurface):
+    """Claims the semi-honest mode resists a malicious server: the audit must fail it."""
+
+    def resists(self, threat_model: str, kind: AttackKind) -> bool:
+        return True
+
+
+class _BlindSurface(OurAttackSurface):
+    """A reconstruction that cannot see even a colluder's input decides nothing."""
+
+    def control(self, seed: int) -> bool:
+        return False
+
+    def attacks(self) -> Sequence[AttackSpec]:
+        return ATTACKS[:1]
+
+
+class _Target(OurTarget):
+    def __init__(self, surface: OurAttackSurface | None) -> None:
+        super().__init__()
+        self._surface = surface
+
+    def attack_surface(self) -> OurAttackSurface | None:  # type: ignore[override]
+        return self._surface
+
+
+def test_an_attack_that_succeeds_where_resistance_is_claimed_fails_the_audit() -> None:
+    result = audit_attacks(_Target(_OverclaimingSurface()))
+    assert result.verdict is Verdict.FAIL and result.value == 6  # 3 attacks × 2 graphs
+    assert any("semi-honest (complete): substituted-keys exposed" in f for f in result.findings)
+    assert "**SUCCEEDS**" in outcome_table(result.details["outcomes"])
+
+
+def test_a_blind_reconstruction_fails_the_audit_and_no_surface_is_not_applicable() -> None:
+    blind = audit_attacks(_Target(_BlindSurface()))
+    assert blind.verdict is Verdict.FAIL and "positive control failed" in blind.findings[0]
+    assert audit_attacks(_Target(None)).verdict is Verdict.NOT_APPLICABLE
+    assert audit_by_number(10).name == "attacks"
