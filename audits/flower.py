@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from audits.attacks import AttackSurface
+from audits.attacks import AttackOutcome, AttackSpec, AttackSurface
 from audits.privacy_audits import REFERENCE_DELTA
 from audits.records import AuditResult, Verdict
 from audits.targets import (
@@ -642,8 +642,8 @@ class FlowerTarget:
         return None
 
     def attack_surface(self) -> AttackSurface | None:
-        """None yet: no adversarial driver for Flower's SecAgg+ messages (audit 10 is n/a)."""
-        return None
+        """A malicious server rewriting Flower's SecAgg+ messages in flight (the grid)."""
+        return _FlowerAttackSurface(self._f)
 
 
 def _by_number(results: Sequence[AuditResult], number: int) -> AuditResult | None:
@@ -798,4 +798,302 @@ def known_defects(results: Sequence[AuditResult]) -> list[dict[str, str]]:
         ["mechanisms"],
         understated,
     )
+
+    def malicious_server(result: AuditResult) -> tuple[bool, str]:
+        won = [o for o in result.details["outcomes"] if o["succeeded"]]
+        return bool(won), (
+            "; ".join(f"{o['attack']} ({o['graph']}) recovered the victim's update" for o in won)
+            or "no attack recovered an update"
+        )[:200]
+
+    add(
+        "a malicious server recovers a client's update (substituted keys, inconsistent views)",
+        10,
+        _by_number(results, 10),
+        ["outcomes"],
+        malicious_server,
+    )
     return rows
+
+
+# -- audit 10: a malicious server against Flower's SecAgg+ ----------------------------------------
+
+
+class _Tap:
+    """The adversary's hand on a :class:`FlowerRound`'s grid: rewrites the server's messages
+    before they leave and records every message each way (the server's whole view)."""
+
+    def __init__(self, round_: FlowerRound, rewrite: Callable[[str, int, Any], None]) -> None:
+        self.round, self.rewrite = round_, rewrite
+        self.sent: dict[str, dict[int, Any]] = {}
+        self.received: dict[str, dict[int, Any]] = {}
+        grid, consts = round_.grid, round_.f.consts
+        original = grid.send_and_receive
+
+        def send_and_receive(messages: Any, *, timeout: float | None = None) -> list[Any]:
+            messages = list(messages)
+            for message in messages:
+                config = message.content.config_records[consts.RECORD_KEY_CONFIGS]
+                stage, node = str(config[consts.Key.STAGE]), message.metadata.dst_node_id
+                self.rewrite(stage, node, config)
+                self.sent.setdefault(stage, {})[node] = config
+            replies = original(messages, timeout=timeout)
+            for reply, message in zip(replies, messages, strict=False):
+                if reply.has_error():
+                    continue
+                stage = str(
+                    message.content.config_records[consts.RECORD_KEY_CONFIGS][consts.Key.STAGE]
+                )
+                config = reply.content.config_records[consts.RECORD_KEY_CONFIGS]
+                self.received.setdefault(stage, {})[reply.metadata.src_node_id] = config
+            return replies
+
+        grid.send_and_receive = send_and_receive  # type: ignore[method-assign]
+
+    def setup(self, key: str) -> Any:
+        """A public parameter of the round, as the server sent it in the setup stage."""
+        return next(iter(self.sent["setup"].values()))[key]
+
+
+def _flower_unmask(
+    f: SimpleNamespace,
+    tap: _Tap,
+    victim: int,
+    *,
+    rd_seed: bytes,
+    sk1: bytes,
+    partners: Mapping[int, bytes],
+) -> NDArray[np.float64] | None:
+    """The victim's update from its masked vector, its self-mask seed, its mask private key and
+    the public mask keys ``partners`` it masked with (Flower's stage 2, undone)."""
+    key = f.consts.Key
+    masked = tap.received.get("collect_masked_vectors", {}).get(victim)
+    if masked is None:
+        return None
+    modulus = int(tap.setup(key.MOD_RANGE))
+    vectors = [f.common.bytes_to_ndarray(b).astype(np.int64) for b in masked[key.MASKED_PARAMETERS]]
+    shapes = [v.shape for v in vectors]
+    masks = [(-1, f.utils.pseudo_rand_gen(rd_seed, modulus, shapes))]
+    private = f.asym.bytes_to_private_key(sk1)
+    for node, public in partners.items():
+        shared = f.sym.generate_shared_key(private, f.asym.bytes_to_public_key(public))
+        # The victim added the pairwise mask when its id was the larger one.
+        masks.append((-1 if victim > node else 1, f.utils.pseudo_rand_gen(shared, modulus, shapes)))
+    for sign, parts in masks:
+        vectors = [v + sign * m for v, m in zip(vectors, parts, strict=True)]
+    vectors = [np.mod(v, modulus) for v in vectors]
+    factor, [quantized] = int(vectors[0][0]), vectors[1:]
+    clip, target = float(tap.setup(key.CLIPPING_RANGE)), int(tap.setup(key.TARGET_RANGE))
+    if factor <= 0:
+        return None
+    [scaled] = f.quant.dequantize([quantized], clip, target)
+    return np.asarray(scaled, dtype=np.float64) * target / factor
+
+
+def _recovered(
+    round_: FlowerRound, tap: _Tap, victim: int, value: NDArray[np.float64] | None
+) -> bool:
+    """Whether ``value`` is the victim's true update (to a few quantisation steps)."""
+    if value is None:
+        return False
+    key = round_.f.consts.Key
+    clip, target = float(tap.setup(key.CLIPPING_RANGE)), int(tap.setup(key.TARGET_RANGE))
+    ratio = round_.weights[victim] / float(tap.setup(key.MAX_WEIGHT))
+    step = 2 * clip / target / max(ratio, 1e-12)
+    truth = round_.updates[victim].astype(np.float64)
+    return value.shape == truth.shape and float(np.max(np.abs(value - truth))) <= 4 * step
+
+
+def _flower_round(f: SimpleNamespace, neighbors: int | None, seed: int) -> FlowerRound:
+    # 9 clients, t = 3; SecAgg+ degree 6 (num_shares counts the client's own share too).
+    return FlowerRound(
+        f, n=9, threshold=3, d=6, seed=seed, num_shares=1.0 if neighbors is None else 7
+    )
+
+
+def _flower_graph(neighbors: int | None) -> str:
+    return "complete" if neighbors is None else "secagg+ k=6"
+
+
+def _flower_substituted_keys(f: SimpleNamespace, neighbors: int | None, seed: int) -> AttackOutcome:
+    """The server lists its own keys under the victim's neighbours, decrypts the shares of the
+    victim's seed and mask key addressed to them, and unmasks the victim."""
+    key = f.consts.Key
+    round_ = _flower_round(f, neighbors, seed)
+    victim = round_.node_ids[0]
+    fake: dict[int, tuple[bytes, bytes, bytes, bytes]] = {}  # node → sk1, pk1, sk2, pk2
+
+    def rewrite(stage: str, node: int, config: Any) -> None:
+        if stage == "share_keys" and node == victim:
+            for name in [k for k in config if k.isdigit() and int(k) != victim]:
+                pairs = [f.asym.generate_key_pairs() for _ in range(2)]
+                (sk1, pk1), (sk2, pk2) = pairs
+                fake[int(name)] = (
+                    f.asym.private_key_to_bytes(sk1),
+                    f.asym.public_key_to_bytes(pk1),
+                    f.asym.private_key_to_bytes(sk2),
+                    f.asym.public_key_to_bytes(pk2),
+                )
+                config[name] = [fake[int(name)][1], fake[int(name)][3]]
+        elif stage == "collect_masked_vectors" and fake:
+            victim_pk2 = tap.received["setup"][victim][key.PUBLIC_KEY_2]
+            if node == victim:
+                # Shares "from" each neighbour under the keys the victim now trusts.
+                sources, ciphertexts = [], []
+                for other, (_, _, sk2, _) in sorted(fake.items()):
+                    shared = f.sym.generate_shared_key(
+                        f.asym.bytes_to_private_key(sk2), f.asym.bytes_to_public_key(victim_pk2)
+                    )
+                    plain = f.utils.share_keys_plaintext_concat(other, victim, bytes(40), bytes(40))
+                    sources.append(other)
+                    ciphertexts.append(f.sym.encrypt(shared, plain))
+                config[key.SOURCE_LIST], config[key.CIPHERTEXT_LIST] = sources, ciphertexts
+            else:  # the victim's shares for this node are under the server's keys: withheld
+                pairs = [
+                    (s, c)
+                    for s, c in zip(
+                        config[key.SOURCE_LIST], config[key.CIPHERTEXT_LIST], strict=True
+                    )
+                    if s != victim
+                ]
+                config[key.SOURCE_LIST] = [s for s, _ in pairs]
+                config[key.CIPHERTEXT_LIST] = [c for _, c in pairs]
+
+    tap = _Tap(round_, rewrite)
+    halted = round_.run(("setup", "share_keys", "collect_masked_vectors"))
+    value = None
+    shares = tap.received.get("share_keys", {}).get(victim)
+    if shares is not None and fake:
+        victim_pk2 = tap.received["setup"][victim][key.PUBLIC_KEY_2]
+        seed_shares, key_shares = [], []
+        for dst, ciphertext in zip(
+            shares[key.DESTINATION_LIST], shares[key.CIPHERTEXT_LIST], strict=True
+        ):
+            shared = f.sym.generate_shared_key(
+                f.asym.bytes_to_private_key(fake[dst][2]), f.asym.bytes_to_public_key(victim_pk2)
+            )
+            _, _, b_share, sk1_share = f.utils.share_keys_plaintext_separate(
+                f.sym.decrypt(shared, ciphertext)
+            )
+            seed_shares.append(b_share)
+            key_shares.append(sk1_share)
+        rd_seed = f.shamir.combine_shares(seed_shares)
+        sk1 = f.shamir.combine_shares(key_shares)
+        value = _flower_unmask(
+            f, tap, victim, rd_seed=rd_seed, sk1=sk1, partners={v: k[1] for v, k in fake.items()}
+        )
+    exposed = (victim,) if _recovered(round_, tap, victim, value) else ()
+    return AttackOutcome(
+        "substituted-keys",
+        "server",
+        "semi-honest",
+        _flower_graph(neighbors),
+        exposed,
+        True,
+        "" if exposed else f"round stopped at {halted}; {'; '.join(round_.warnings[:2])}",
+    )
+
+
+def _flower_inconsistent_views(
+    f: SimpleNamespace, neighbors: int | None, seed: int
+) -> AttackOutcome:
+    """At unmask, half the victim's neighbours are told it survived (they return shares of its
+    seed), half that it dropped (shares of its mask key): both secrets, so its input."""
+    key = f.consts.Key
+    round_ = _flower_round(f, neighbors, seed)
+    victim = round_.node_ids[0]
+    groups: dict[int, str] = {}
+
+    def rewrite(stage: str, node: int, config: Any) -> None:
+        if stage != "unmask" or node == victim:
+            return
+        if not groups:
+            listed = tap.sent["share_keys"][victim]
+            others = sorted(int(k) for k in listed if k.isdigit() and int(k) != victim)
+            half = len(others) // 2
+            groups.update({v: "seed" if i < half else "key" for i, v in enumerate(others)})
+        active = [v for v in config[key.ACTIVE_NODE_ID_LIST] if v != victim]
+        dead = [v for v in config[key.DEAD_NODE_ID_LIST] if v != victim]
+        if groups.get(node) == "seed":
+            active.append(victim)
+        elif groups.get(node) == "key":
+            dead.append(victim)
+        config[key.ACTIVE_NODE_ID_LIST], config[key.DEAD_NODE_ID_LIST] = active, dead
+
+    tap = _Tap(round_, rewrite)
+    halted = round_.run()
+    seed_shares: list[bytes] = []
+    key_shares: list[bytes] = []
+    for node, reply in tap.received.get("unmask", {}).items():
+        owners, shares = list(reply[key.NODE_ID_LIST]), list(reply[key.SHARE_LIST])
+        if victim in owners and node in groups:
+            (seed_shares if groups[node] == "seed" else key_shares).append(
+                shares[owners.index(victim)]
+            )
+    value = None
+    threshold = int(tap.setup(key.THRESHOLD))
+    if len(seed_shares) >= threshold and len(key_shares) >= threshold:
+        rd_seed = f.shamir.combine_shares(seed_shares)
+        sk1 = f.shamir.combine_shares(key_shares)
+        sources = tap.sent["collect_masked_vectors"][victim][key.SOURCE_LIST]
+        partners = {v: tap.received["setup"][v][key.PUBLIC_KEY_1] for v in sources}
+        value = _flower_unmask(f, tap, victim, rd_seed=rd_seed, sk1=sk1, partners=partners)
+    exposed = (victim,) if _recovered(round_, tap, victim, value) else ()
+    return AttackOutcome(
+        "inconsistent-unmask-views",
+        "server",
+        "semi-honest",
+        _flower_graph(neighbors),
+        exposed,
+        True,
+        "" if exposed else f"round stopped at {halted}; {'; '.join(round_.warnings[:2])}",
+    )
+
+
+class _FlowerAttackSurface:
+    """Flower 1.42's SecAgg+ (one mode, semi-honest: nothing authenticates the server's
+    messages) under the server attacks a Flower SuperLink/ServerApp could run."""
+
+    threat_models: tuple[str, ...] = ("semi-honest",)
+
+    def __init__(self, f: SimpleNamespace) -> None:
+        self.f = f
+
+    def resists(self, threat_model: str, kind: str) -> bool:
+        """Flower's SecAgg+ claims no protection against a server that deviates."""
+        return kind == "client"
+
+    def attacks(self) -> Sequence[AttackSpec]:
+        """Substituted keys and inconsistent unmask views, on Flower's messages."""
+        f = self.f
+        return (
+            AttackSpec(
+                "substituted-keys",
+                "server",
+                "the server lists its own keys under the victim's neighbours",
+                lambda _mode, k, seed: _flower_substituted_keys(f, k, seed),
+            ),
+            AttackSpec(
+                "inconsistent-unmask-views",
+                "server",
+                "half the victim's neighbours are told it survived, half that it dropped",
+                lambda _mode, k, seed: _flower_inconsistent_views(f, k, seed),
+            ),
+        )
+
+    def control(self, seed: int) -> bool:
+        """A colluding node's own secrets (read from its state) unmask its vector exactly."""
+        f = self.f
+        round_ = _flower_round(f, None, seed)
+        tap = _Tap(round_, lambda *_: None)
+        if round_.run(("setup", "share_keys", "collect_masked_vectors")) is not None:
+            return False
+        node = round_.node_ids[1]
+        state = round_.contexts[node].state.config_records[f.consts.RECORD_KEY_STATE]
+        key = f.consts.Key
+        sources = tap.sent["collect_masked_vectors"][node][key.SOURCE_LIST]
+        partners = {v: tap.received["setup"][v][key.PUBLIC_KEY_1] for v in sources}
+        value = _flower_unmask(
+            f, tap, node, rd_seed=state["rd_seed"], sk1=state["sk1"], partners=partners
+        )
+        return _recovered(round_, tap, node, value)

@@ -9,7 +9,16 @@ from audits import Verdict, run_audits
 
 pytest.importorskip("flwr", reason="the Flower adapter needs flwr==1.42.0 (extra 'bench')")
 
-from audits.flower import LOCAL_DP_EPSILON, FlowerTarget
+from audits.attacks import audit_attacks
+from audits.flower import (
+    LOCAL_DP_EPSILON,
+    FlowerTarget,
+    _flower_round,
+    _flower_unmask,
+    _recovered,
+    _Tap,
+    known_defects,
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +84,41 @@ def test_local_dp_mod_understates_epsilon(flower: FlowerTarget) -> None:
     assert result.verdict is Verdict.FAIL
     mechanism = result.details["mechanisms"][0]
     assert mechanism["fit_epsilon_lower"] > LOCAL_DP_EPSILON
+
+
+def test_a_malicious_server_recovers_a_clients_update_from_flowers_secagg_plus(
+    flower: FlowerTarget,
+) -> None:
+    # Audit 10 on Flower: nothing authenticates the server's key lists or unmask lists, so both
+    # attacks reconstruct the victim's update (to the quantisation step) on both graphs.
+    result = audit_attacks(flower)
+    assert result.verdict is Verdict.PASS  # Flower claims no protection against this
+    outcomes = result.details["outcomes"]
+    assert {(o["attack"], o["graph"]) for o in outcomes if o["succeeded"]} == {
+        ("substituted-keys", "complete"),
+        ("substituted-keys", "secagg+ k=6"),
+        ("inconsistent-unmask-views", "complete"),
+        ("inconsistent-unmask-views", "secagg+ k=6"),
+    }
+    assert all(o["exposed"] and not o["claimed_resistant"] for o in outcomes)
+    assert result.details["control"]
+    [row] = [r for r in known_defects([result]) if r["audit"] == "10"]
+    assert row["status"] == "confirmed"
+
+
+def test_the_flower_unmasking_fails_with_a_wrong_secret(flower: FlowerTarget) -> None:
+    # The verdict can fail: the victim's own secrets unmask it, a wrong seed does not.
+    f = flower._f
+    round_ = _flower_round(f, None, 3)
+    tap = _Tap(round_, lambda *_: None)
+    assert round_.run(("setup", "share_keys", "collect_masked_vectors")) is None
+    node = round_.node_ids[2]
+    state = round_.contexts[node].state.config_records[f.consts.RECORD_KEY_STATE]
+    key = f.consts.Key
+    sources = tap.sent["collect_masked_vectors"][node][key.SOURCE_LIST]
+    partners = {v: tap.received["setup"][v][key.PUBLIC_KEY_1] for v in sources}
+    right = _flower_unmask(
+        f, tap, node, rd_seed=state["rd_seed"], sk1=state["sk1"], partners=partners
+    )
+    wrong = _flower_unmask(f, tap, node, rd_seed=bytes(32), sk1=state["sk1"], partners=partners)
+    assert _recovered(round_, tap, node, right) and not _recovered(round_, tap, node, wrong)

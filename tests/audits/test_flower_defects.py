@@ -52,7 +52,7 @@ def _crashed(number: int) -> AuditResult:
 
 
 def test_a_crashed_audit_is_inconclusive_never_a_refutation() -> None:
-    rows = known_defects([_crashed(8), _crashed(7), _crashed(5)])
+    rows = known_defects([_crashed(8), _crashed(7), _crashed(5), _crashed(10)])
     assert {row["status"] for row in rows} == {"inconclusive"}
     assert all("RuntimeError: boom" in row["evidence"] for row in rows)
 
