@@ -837,6 +837,7 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
             "inputs": {"seed": seed, "tier": tier},
         },
         seconds=time.perf_counter() - start,
+        power="any attack of its list that succeeds (deterministic)",
     )
 
 

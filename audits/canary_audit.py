@@ -201,4 +201,5 @@ def audit_canaries(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0) -
             "train_loss_before_after": list(run.train_error),
         },
         seconds=time.perf_counter() - start,
+        power="a smoke test" if smoke else "ε claimed below τ·ε_true only (a lower bound)",
     )

@@ -101,6 +101,9 @@ class AuditResult:
         Everything else worth keeping (JSON-friendly).
     seconds
         Wall time.
+    power
+        The smallest defect this run would have caught with ≥ 95 % probability (computed from its
+        sample size where the test's law allows, :mod:`audits.power`), or what kind of check it is.
 
     Examples
     --------
@@ -123,6 +126,7 @@ class AuditResult:
     findings: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    power: str = ""
 
     @property
     def passed(self) -> bool:
@@ -145,6 +149,7 @@ class AuditResult:
             "findings": list(self.findings),
             "details": _plain(self.details),
             "seconds": round(self.seconds, 3),
+            "power": self.power,
         }
 
 

@@ -57,6 +57,7 @@ _COLUMNS = (
     "error rate",
     "τ",
     "seconds",
+    "detects (95 % power)",
 )
 
 
@@ -82,6 +83,7 @@ def _rows(results: Sequence[AuditResult]) -> list[tuple[str, ...]]:
             "—" if r.error_rate is None else f"{r.error_rate:g}",
             _number(r.tau),
             f"{r.seconds:.1f}",
+            r.power or "—",
         )
         for r in results
     ]
@@ -162,14 +164,16 @@ def _markdown(
     )
     lines += [
         "",
-        "| audit | statistic | value | threshold | samples | verdict | error rate | τ |",
-        "|---|---|---|---|---|---|---|---|",
+        "| audit | statistic | value | threshold | samples | verdict | error rate | τ | "
+        "detects (95 % power) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r.audit} {_cell(r.name)} | {_cell(r.statistic)} | {_number(r.value)} | "
             f"{_cell(r.threshold)} | {_cell(r.samples)} | **{r.verdict.value.upper()}** | "
-            f"{'—' if r.error_rate is None else f'{r.error_rate:g}'} | {_number(r.tau)} |"
+            f"{'—' if r.error_rate is None else f'{r.error_rate:g}'} | {_number(r.tau)} | "
+            f"{_cell(r.power or '—')} |"
         )
     failing = [r for r in results if r.findings]
     if failing:

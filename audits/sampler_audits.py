@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from audits.float_trace import trace_floats
+from audits.power import sigma_shortfall
 from audits.records import FAMILY_ALPHA, AuditResult, Tier, Verdict, check_tier, not_applicable
 from audits.statistics import chi_square_against_pmf
 from audits.targets import AuditTarget, SamplerUnderTest
@@ -210,6 +211,8 @@ def audit_sampler_fit(
             if not plot or (sigma == 3.0 and index == 0):
                 pmf = _empirical_pmf(values.astype(np.int64), law)
                 plot = {"sampler": sampler.name, "sigma": sigma, **pmf}
+    # What this run would have caught: the variance test's σ shortfall at 95 % power, worst cell.
+    worst = max(sigma_shortfall(c["sigma"], c["samples"], per_test) for c in cells)
     return AuditResult(
         audit=1,
         name="sampler-fit",
@@ -221,8 +224,9 @@ def audit_sampler_fit(
         verdict=Verdict.FAIL if findings else Verdict.PASS,
         error_rate=FAMILY_ALPHA,
         findings=tuple(findings),
-        details={"cells": cells, "plot_pmf": plot},
+        details={"cells": cells, "plot_pmf": plot, "sigma_shortfall_detected": worst},
         seconds=time.perf_counter() - start,
+        power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z)",
     )
 
 
@@ -307,6 +311,7 @@ def audit_sampler_exactness(
             "traced_sigmas": list(_TRACE_SIGMAS),
         },
         seconds=time.perf_counter() - start,
+        power="any changed known answer or float on the traced paths (deterministic)",
     )
 
 
@@ -391,4 +396,5 @@ def audit_sampler_timing(
             else "constant time claimed",
         },
         seconds=time.perf_counter() - start,
+        power="a report: no decision",
     )

@@ -1,0 +1,81 @@
+"""The power of the statistical audits: the smallest defect each detects with ≥ 95 % probability.
+
+An audit that passes says little unless the defect it looks for would have failed it. For the
+tests with a tractable law under the alternative, the detectable defect is computed here from
+the sample size the audit actually used and its per-test level α/m:
+
+- **variance z-test** (audit 1, per sampler and σ): the sampler draws N_ℤ(0, (fσ)²) while
+  claiming σ. The statistic z = (m₂ − V)/s₀ with s₀ = √((μ₄ − V²)/n) is, under the alternative,
+  approximately normal with mean (V_f − V)/s₀ and standard deviation s_f/s₀ (moments of the
+  discrete Gaussian at fσ, central limit theorem); the test rejects below −z_{α/2m}. The σ
+  shortfall 1 − f detected with power 0.95 is found by bisection.
+- **χ² lower tail** (audit 6): the noise variance is r × what was charged; the statistic
+  S = Σx²/V ~ r·χ²_N, rejected when S < χ²_N⁻¹(α/m): power F_N(crit/r) ≥ 0.95 at
+  r = crit / χ²_N⁻¹(0.95), so the detected variance shortfall is 1 − r.
+
+Both are normal/χ² approximations of the exact laws (n and N are ≥ 10⁴ in every tier).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy import stats
+
+__all__ = ["POWER", "chi2_variance_shortfall", "sigma_shortfall"]
+
+POWER = 0.95
+"""The power every stated detectable defect is computed at."""
+
+
+def _moments(sigma: float) -> tuple[float, float]:
+    from audits.sampler_audits import DiscreteGaussianLaw  # noqa: PLC0415 (no import cycle)
+
+    law = DiscreteGaussianLaw(sigma)
+    return law.variance, law.fourth_moment
+
+
+def _variance_test_power(sigma: float, factor: float, n: int, alpha: float) -> float:
+    variance, fourth = _moments(sigma)
+    alt_variance, alt_fourth = _moments(factor * sigma)
+    null_sd = math.sqrt(max(fourth - variance**2, 1e-300) / n)
+    alt_sd = math.sqrt(max(alt_fourth - alt_variance**2, 1e-300) / n)
+    critical = stats.norm.isf(alpha / 2.0)  # two-sided test; the lower side rejects a shortfall
+    # Reject when (m₂ − V)/s₀ < −critical, i.e. m₂ < V − critical·s₀.
+    return float(stats.norm.cdf((variance - critical * null_sd - alt_variance) / alt_sd))
+
+
+def sigma_shortfall(sigma: float, n: int, alpha: float, power: float = POWER) -> float:
+    """The smallest relative σ shortfall 1 − f that audit 1's variance test detects with
+    probability ≥ ``power`` from ``n`` draws at level ``alpha`` (two-sided).
+
+    Examples
+    --------
+    >>> round(sigma_shortfall(3.0, 200_000, 3.1e-8), 4)   # exact sampler, fast tier
+    0.0114
+    >>> sigma_shortfall(3.0, 1_000_000, 3.1e-8) < sigma_shortfall(3.0, 200_000, 3.1e-8)
+    True
+    """
+    low, high = 1e-6, 0.999  # shortfalls
+    if _variance_test_power(sigma, 1.0 - high, n, alpha) < power:
+        return 1.0
+    for _ in range(50):
+        middle = (low + high) / 2.0
+        if _variance_test_power(sigma, 1.0 - middle, n, alpha) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def chi2_variance_shortfall(coordinates: int, alpha: float, power: float = POWER) -> float:
+    """The smallest relative variance shortfall 1 − r that audit 6's one-sided χ² test over
+    ``coordinates`` normalised values detects with probability ≥ ``power`` at level ``alpha``.
+
+    Examples
+    --------
+    >>> round(chi2_variance_shortfall(40_000, 2.5e-7), 4)
+    0.0463
+    """
+    critical = stats.chi2.ppf(alpha, coordinates)
+    return float(1.0 - critical / stats.chi2.ppf(power, coordinates))
