@@ -1,0 +1,415 @@
+"""Generated mutants against the audits: cosmic-ray's mutations of the privacy-critical code,
+killed (or not) by the fast audit suite — never by the unit tests.
+
+The planted mutants of :mod:`audits.mutants` were written by us, knowing the audits; generated
+ones were not. This sweep asks cosmic-ray (an established mutation-testing tool, MIT licence,
+the ``mutation`` extra) for every mutation of the modules in :data:`TARGETS`, draws a uniform
+random sample, and for each mutant:
+
+1. applies it to a private copy of the packages (the source tree is never touched);
+2. if no audit executes the mutated line (one coverage run of the audit suite on the pristine
+   copy decides it), records it as **not reached** — it cannot change what any audit sees;
+3. otherwise runs the whole fast suite (``python -m audits``) against the copy: exit status 1
+   with a FAIL verdict is **killed**, 0 is **survived**, anything else (an import error, an
+   exception outside the audits, a timeout) is **crashed** — counted apart, never as a catch.
+
+The kill rate is reported with a Clopper–Pearson 95 % interval over the sample, among the
+mutants the audits reach and among all; survivors are listed for triage (equivalent, or why no
+audit sees them). Run it with ``python -m audits.mutation_sweep --sample 150 --out DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scipy import stats
+
+__all__ = [
+    "TARGETS",
+    "MutantRun",
+    "Mutation",
+    "clopper_pearson",
+    "generate_mutations",
+    "main",
+    "run_sweep",
+]
+
+#: The privacy-critical modules (issue 16): samplers, accountant and events, quantile and
+#: secure-average noise planning, masks, Shamir, client and server, the SecAgg+ picker.
+TARGETS: tuple[str, ...] = (
+    "dpquantile/samplers.py",
+    "dpquantile/_fast_sampler.py",
+    "dpquantile/accounting.py",
+    "dpquantile/quantile.py",
+    "protocols/aggregation/_quantization.py",
+    "secagg/masks.py",
+    "secagg/shamir.py",
+    "secagg/client.py",
+    "secagg/server.py",
+    "secagg/graph_parameters.py",
+)
+_PACKAGES = ("secagg", "dpquantile", "protocols", "audits")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One cosmic-ray mutation: where, which operator, which occurrence of it in the module."""
+
+    module: str
+    operator: str
+    occurrence: int
+    line: int
+    definition: str
+
+
+@dataclass(frozen=True)
+class MutantRun:
+    """A mutant's outcome: ``killed``, ``survived``, ``crashed``, ``not reached`` (no audit
+    executes its line) or ``no change`` (cosmic-ray could not apply it)."""
+
+    mutation: Mutation
+    status: str
+    failed_audits: tuple[int, ...]
+    changed_line: str
+    seconds: float
+    note: str = ""
+
+
+def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial confidence interval for a proportion.
+
+    Examples
+    --------
+    >>> low, high = clopper_pearson(45, 50)
+    >>> round(low, 3), round(high, 3)
+    (0.782, 0.967)
+    >>> clopper_pearson(0, 0)
+    (0.0, 1.0)
+    """
+    if trials == 0:
+        return 0.0, 1.0
+    alpha = 1.0 - level
+    low = 0.0 if successes == 0 else stats.beta.ppf(alpha / 2, successes, trials - successes + 1)
+    high = (
+        1.0
+        if successes == trials
+        else stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes)
+    )
+    return float(low), float(high)
+
+
+def _copy_tree(source: Path, destination: Path) -> None:
+    for package in _PACKAGES:
+        shutil.copytree(
+            source / package,
+            destination / package,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        )
+
+
+def generate_mutations(source: Path, modules: Sequence[str] = TARGETS) -> list[Mutation]:
+    """Every mutation cosmic-ray generates for ``modules`` (its ``init`` and ``dump``)."""
+    with tempfile.TemporaryDirectory(prefix="secagg-dp-mutations-") as scratch:
+        work = Path(scratch)
+        _copy_tree(source, work)
+        config = work / "cosmic-ray.toml"
+        listed = ", ".join(json.dumps(m) for m in modules)
+        config.write_text(
+            "[cosmic-ray]\n"
+            f"module-path = [{listed}]\n"
+            "timeout = 600.0\nexcluded-modules = []\n"
+            "test-command = \"python -c 'pass'\"\n\n"
+            '[cosmic-ray.distributor]\nname = "local"\n'
+        )
+        session = work / "session.sqlite"
+        subprocess.run(
+            ["cosmic-ray", "init", str(config), str(session)],
+            cwd=work,
+            check=True,
+            capture_output=True,
+        )
+        dumped = subprocess.run(
+            ["cosmic-ray", "dump", str(session)],
+            cwd=work,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    mutations = []
+    for line in dumped.splitlines():
+        job, _result = json.loads(line)
+        for m in job["mutations"]:
+            mutations.append(
+                Mutation(
+                    m["module_path"],
+                    m["operator_name"],
+                    int(m["occurrence"]),
+                    int(m["start_pos"][0]),
+                    str(m.get("definition_name") or ""),
+                )
+            )
+    return sorted(mutations, key=lambda m: (m.module, m.line, m.operator, m.occurrence))
+
+
+def _audit_command(out: Path) -> list[str]:
+    return [sys.executable, "-m", "audits", "--no-plots", "--out", str(out), "--seed", "0"]
+
+
+def _environment(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def executed_lines(tree: Path, modules: Sequence[str]) -> dict[str, set[int]]:
+    """The lines of ``modules`` the fast audit suite executes on the pristine copy."""
+    data = tree / ".coverage"
+    out = tree / "coverage-run"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coverage",
+            "run",
+            f"--data-file={data}",
+            f"--include={','.join(str(tree / m) for m in modules)}",
+            *_audit_command(out)[1:],
+        ],
+        cwd=tree,
+        env=_environment(tree),
+        check=False,
+        capture_output=True,
+    )
+    report = tree / "coverage.json"
+    subprocess.run(
+        [sys.executable, "-m", "coverage", "json", f"--data-file={data}", "-o", str(report)],
+        cwd=tree,
+        env=_environment(tree),
+        check=True,
+        capture_output=True,
+    )
+    files = json.loads(report.read_text())["files"]
+    lines: dict[str, set[int]] = {m: set() for m in modules}
+    for path, record in files.items():
+        relative = os.path.relpath(path, tree) if os.path.isabs(path) else path
+        if relative in lines:
+            lines[relative] = set(record["executed_lines"])
+    return lines
+
+
+def _statement_line(source: str, line: int) -> int:
+    """The first line of the innermost statement containing ``line`` (coverage reports a
+    multi-line statement — a signature with defaults, a call over several lines — by its first)."""
+    starts = [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    return max(starts, default=line)
+
+
+def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) -> MutantRun:
+    path = tree / mutation.module
+    pristine = path.read_bytes()
+    start = time.perf_counter()
+    try:
+        subprocess.run(
+            ["cosmic-ray", "apply", mutation.module, mutation.operator, str(mutation.occurrence)],
+            cwd=tree,
+            check=True,
+            capture_output=True,
+        )
+        mutated = path.read_bytes()
+        if mutated == pristine:
+            return MutantRun(mutation, "no change", (), "", time.perf_counter() - start)
+        before = pristine.decode().splitlines()
+        after = mutated.decode().splitlines()
+        changed = next((a.strip() for b, a in zip(before, after, strict=False) if a != b), "")[:160]
+        if _statement_line(pristine.decode(), mutation.line) not in reached:
+            return MutantRun(
+                mutation,
+                "not reached",
+                (),
+                changed,
+                time.perf_counter() - start,
+                "no audit executes this line",
+            )
+        out = tree / "mutant-run"
+        try:
+            done = subprocess.run(
+                _audit_command(out),
+                cwd=tree,
+                env=_environment(tree),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return MutantRun(
+                mutation,
+                "crashed",
+                (),
+                changed,
+                time.perf_counter() - start,
+                f"timeout after {timeout:g} s",
+            )
+        failed: tuple[int, ...] = ()
+        raised: list[str] = []
+        report = out / "audit.json"
+        if done.returncode == 1 and report.exists():
+            results = json.loads(report.read_text())["results"]
+            failed = tuple(r["audit"] for r in results if r["verdict"] == "fail")
+            raised = [
+                str(r["details"]["exception"])
+                for r in results
+                if r["verdict"] == "fail" and "exception" in r.get("details", {})
+            ]
+        if done.returncode == 0:
+            status, note = "survived", ""
+        elif failed and len(raised) < len(failed):
+            status, note = "killed", ""  # at least one audit failed on its verdict
+        elif failed:
+            # Every failing audit failed because the implementation raised under it: loud,
+            # but not a verdict (counted apart).
+            status, note = "raised", raised[0][:200]
+        else:
+            tail = (done.stderr.strip().splitlines() or [""])[-1]
+            status, note = "crashed", f"exit {done.returncode}: {tail}"[:200]
+        return MutantRun(mutation, status, failed, changed, time.perf_counter() - start, note)
+    finally:
+        path.write_bytes(pristine)
+        shutil.rmtree(tree / "mutant-run", ignore_errors=True)
+
+
+def run_sweep(
+    source: Path,
+    *,
+    sample: int,
+    seed: int = 0,
+    timeout: float = 300.0,
+    modules: Sequence[str] = TARGETS,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Generate, sample and run mutants; the summary and every run (JSON-friendly)."""
+    mutations = generate_mutations(source, modules)
+    chosen = random.Random(seed).sample(mutations, min(sample, len(mutations)))
+    runs: list[MutantRun] = []
+    with tempfile.TemporaryDirectory(prefix="secagg-dp-mutants-") as scratch:
+        tree = Path(scratch)
+        _copy_tree(source, tree)
+        reached = executed_lines(tree, modules)
+        for index, mutation in enumerate(chosen, start=1):
+            run = _run_one(tree, mutation, reached.get(mutation.module, set()), timeout)
+            runs.append(run)
+            if progress:
+                print(
+                    f"[{index}/{len(chosen)}] {run.status:<11s} {mutation.module}:{mutation.line} "
+                    f"{mutation.operator} — {run.changed_line[:70]}",
+                    flush=True,
+                )
+    counts = {
+        s: sum(r.status == s for r in runs)
+        for s in ("killed", "raised", "survived", "crashed", "not reached", "no change")
+    }
+    # Reached and decided: a verdict (killed), an exception under audit (raised), or a pass.
+    reached_runs = counts["killed"] + counts["raised"] + counts["survived"]
+    applied = reached_runs + counts["not reached"]
+    return {
+        "generated": len(mutations),
+        "by_module": {m: sum(x.module == m for x in mutations) for m in modules},
+        "sample": len(chosen),
+        "seed": seed,
+        "counts": counts,
+        "kill_rate_reached": [
+            counts["killed"],
+            reached_runs,
+            *clopper_pearson(counts["killed"], reached_runs),
+        ],
+        "kill_rate_all": [counts["killed"], applied, *clopper_pearson(counts["killed"], applied)],
+        "runs": [
+            {**dataclasses.asdict(r), "mutation": dataclasses.asdict(r.mutation)} for r in runs
+        ],
+    }
+
+
+def _markdown(summary: dict[str, Any]) -> str:
+    killed, reached, low, high = summary["kill_rate_reached"]
+    k_all, applied, low_all, high_all = summary["kill_rate_all"]
+    lines = [
+        "# Generated mutants against the fast audit suite",
+        "",
+        f"cosmic-ray generated {summary['generated']} mutants of the privacy-critical modules; a "
+        f"uniform sample of {summary['sample']} (seed {summary['seed']}) ran against "
+        "`python -m audits` (fast tier).",
+        "",
+        f"- killed among the mutants the audits execute: **{killed}/{reached}** "
+        f"(95 % CI {100 * low:.1f}–{100 * high:.1f} %)",
+        f"- killed among all applied mutants: {k_all}/{applied} "
+        f"(95 % CI {100 * low_all:.1f}–{100 * high_all:.1f} %)",
+        f"- counts: {summary['counts']}",
+        "",
+        "| status | module:line | function | operator | mutated line | audits failed / note |",
+        "|---|---|---|---|---|---|",
+    ]
+    order = {
+        "survived": 0,
+        "crashed": 1,
+        "raised": 2,
+        "not reached": 3,
+        "killed": 4,
+        "no change": 5,
+    }
+    for run in sorted(summary["runs"], key=lambda r: (order[r["status"]], r["mutation"]["module"])):
+        m = run["mutation"]
+        detail = ", ".join(map(str, run["failed_audits"])) or run["note"]
+        code = run["changed_line"].replace("|", "\\|")
+        lines.append(
+            f"| {run['status']} | {m['module']}:{m['line']} | {m['definition']} | "
+            f"{m['operator'].split('/')[-1]} | `{code}` | {detail.replace('|', '/')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m audits.mutation_sweep``: run a sample, print the summary, write JSON and MD."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, default=150, help="mutants to run (uniform)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
+    parser.add_argument("--out", type=Path, default=Path("mutation-sweep"))
+    parser.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1])
+    args = parser.parse_args(argv)
+    if shutil.which("cosmic-ray") is None:
+        print(
+            "mutation_sweep: cosmic-ray is not installed: pip install -e '.[mutation]'",
+            file=sys.stderr,
+        )
+        return 2
+    summary = run_sweep(args.source, sample=args.sample, seed=args.seed, timeout=args.timeout)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "mutation_sweep.json").write_text(json.dumps(summary, indent=1))
+    (args.out / "mutation_sweep.md").write_text(_markdown(summary))
+    killed, reached, low, high = summary["kill_rate_reached"]
+    print(
+        f"\nkilled {killed}/{reached} reached mutants "
+        f"(95 % CI {100 * low:.1f}–{100 * high:.1f} %); {summary['counts']}; "
+        f"wrote {args.out}/mutation_sweep.md"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
