@@ -117,6 +117,20 @@ def _session_inputs(n: int, sums: int, dimension: int = 3) -> dict[tuple[int, in
     }
 
 
+def _session(
+    sums: int, threat_model: str, neighbors: int | None, seed: int, dimension: int = 3
+) -> AdversarialRound:
+    """A 7-client session of ``sums`` sums (t = 2), a different input per client and sum."""
+    return AdversarialRound(
+        _session_inputs(7, sums, dimension),
+        threshold=2,
+        neighbors=neighbors,
+        iterations=sums,
+        seed=seed,
+        threat_model=threat_model,
+    )
+
+
 def substitute_directory(game: AdversarialRound, directory: Any, victim: int) -> Any:
     """The victim's key directory with the server's own keys listed under every other id (the
     signatures left as they were); the private keys go into the adversary's view."""
@@ -388,14 +402,7 @@ def _drop_claimed_in_later_sum(
     from secagg import UnmaskRequest  # noqa: PLC0415
 
     victim = 2
-    game = AdversarialRound(
-        _session_inputs(7, 3),
-        threshold=2,
-        neighbors=neighbors,
-        iterations=3,
-        seed=seed,
-        threat_model=threat_model,
-    )
+    game = _session(3, threat_model, neighbors, seed)
     game.run()
     outgoing = game.step(game.server.begin_iteration(b"two"))
     while outgoing and not isinstance(outgoing[0], UnmaskRequest):
@@ -414,14 +421,7 @@ def _drop_claimed_in_later_sum(
 
 def _iterate_to_one_client(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
     victim = 3
-    game = AdversarialRound(
-        _session_inputs(7, 2, dimension=8),
-        threshold=2,
-        neighbors=neighbors,
-        iterations=2,
-        seed=seed,
-        threat_model=threat_model,
-    )
+    game = _session(2, threat_model, neighbors, seed, dimension=8)
     game.run()
     # Model inconsistency: the victim is shown a crafted model B, everyone else A; with A chosen
     # so the others' updates are known, the aggregate minus them is the victim's update.
@@ -588,14 +588,7 @@ def _replay_from_an_earlier_sum(
 ) -> AttackOutcome:
     from secagg import MaskedInput, ProtocolError  # noqa: PLC0415
 
-    game = AdversarialRound(
-        _session_inputs(7, 2),
-        threshold=2,
-        neighbors=neighbors,
-        iterations=2,
-        seed=seed,
-        threat_model=threat_model,
-    )
+    game = _session(2, threat_model, neighbors, seed)
     game.run()
     recorded = next(m for m in game.view.received if isinstance(m, MaskedInput) and m.sender == 2)
     requests = game.server.begin_iteration(b"two")

@@ -911,8 +911,20 @@ def _flower_round(f: SimpleNamespace, neighbors: int | None, seed: int) -> Flowe
     )
 
 
-def _flower_graph(neighbors: int | None) -> str:
-    return "complete" if neighbors is None else "secagg+ k=6"
+def _flower_outcome(
+    attack: str,
+    round_: FlowerRound,
+    tap: _Tap,
+    victim: int,
+    value: NDArray[np.float64] | None,
+    *,
+    neighbors: int | None,
+    halted: str | None,
+) -> AttackOutcome:
+    exposed = (victim,) if _recovered(round_, tap, victim, value) else ()
+    stopped = "" if exposed else f"round stopped at {halted}; {'; '.join(round_.warnings[:2])}"
+    graph = "complete" if neighbors is None else "secagg+ k=6"
+    return AttackOutcome(attack, "server", "semi-honest", graph, exposed, True, stopped)
 
 
 def _flower_substituted_keys(f: SimpleNamespace, neighbors: int | None, seed: int) -> AttackOutcome:
@@ -982,15 +994,8 @@ def _flower_substituted_keys(f: SimpleNamespace, neighbors: int | None, seed: in
         value = _flower_unmask(
             f, tap, victim, rd_seed=rd_seed, sk1=sk1, partners={v: k[1] for v, k in fake.items()}
         )
-    exposed = (victim,) if _recovered(round_, tap, victim, value) else ()
-    return AttackOutcome(
-        "substituted-keys",
-        "server",
-        "semi-honest",
-        _flower_graph(neighbors),
-        exposed,
-        True,
-        "" if exposed else f"round stopped at {halted}; {'; '.join(round_.warnings[:2])}",
+    return _flower_outcome(
+        "substituted-keys", round_, tap, victim, value, neighbors=neighbors, halted=halted
     )
 
 
@@ -1038,15 +1043,8 @@ def _flower_inconsistent_views(
         sources = tap.sent["collect_masked_vectors"][victim][key.SOURCE_LIST]
         partners = {v: tap.received["setup"][v][key.PUBLIC_KEY_1] for v in sources}
         value = _flower_unmask(f, tap, victim, rd_seed=rd_seed, sk1=sk1, partners=partners)
-    exposed = (victim,) if _recovered(round_, tap, victim, value) else ()
-    return AttackOutcome(
-        "inconsistent-unmask-views",
-        "server",
-        "semi-honest",
-        _flower_graph(neighbors),
-        exposed,
-        True,
-        "" if exposed else f"round stopped at {halted}; {'; '.join(round_.warnings[:2])}",
+    return _flower_outcome(
+        "inconsistent-unmask-views", round_, tap, victim, value, neighbors=neighbors, halted=halted
     )
 
 
