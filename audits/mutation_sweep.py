@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -294,32 +294,14 @@ def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) 
         shutil.rmtree(tree / "mutant-run", ignore_errors=True)
 
 
-def run_sweep(
-    source: Path,
+def _summary(
+    mutations: Sequence[Mutation],
+    runs: Sequence[MutantRun],
     *,
-    sample: int,
-    seed: int = 0,
-    timeout: float = 300.0,
-    modules: Sequence[str] = TARGETS,
-    progress: bool = True,
+    planned: int,
+    seed: int,
+    modules: Sequence[str],
 ) -> dict[str, Any]:
-    """Generate, sample and run mutants; the summary and every run (JSON-friendly)."""
-    mutations = generate_mutations(source, modules)
-    chosen = random.Random(seed).sample(mutations, min(sample, len(mutations)))
-    runs: list[MutantRun] = []
-    with tempfile.TemporaryDirectory(prefix="secagg-dp-mutants-") as scratch:
-        tree = Path(scratch)
-        _copy_tree(source, tree)
-        reached = executed_lines(tree, modules)
-        for index, mutation in enumerate(chosen, start=1):
-            run = _run_one(tree, mutation, reached.get(mutation.module, set()), timeout)
-            runs.append(run)
-            if progress:
-                print(
-                    f"[{index}/{len(chosen)}] {run.status:<11s} {mutation.module}:{mutation.line} "
-                    f"{mutation.operator} — {run.changed_line[:70]}",
-                    flush=True,
-                )
     counts = {
         s: sum(r.status == s for r in runs)
         for s in ("killed", "raised", "survived", "crashed", "not reached", "no change")
@@ -330,7 +312,8 @@ def run_sweep(
     return {
         "generated": len(mutations),
         "by_module": {m: sum(x.module == m for x in mutations) for m in modules},
-        "sample": len(chosen),
+        "sample": len(runs),
+        "planned": planned,
         "seed": seed,
         "counts": counts,
         "kill_rate_reached": [
@@ -345,6 +328,51 @@ def run_sweep(
     }
 
 
+def run_sweep(
+    source: Path,
+    *,
+    sample: int,
+    seed: int = 0,
+    timeout: float = 300.0,
+    modules: Sequence[str] = TARGETS,
+    progress: bool = True,
+    on_run: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Generate, sample and run mutants; the summary and every run (JSON-friendly).
+
+    The sample is a uniformly random ordering (``random.Random(seed).sample``), so every prefix
+    is itself a uniform sample: ``on_run`` gets the summary so far after each mutant, and Ctrl-C
+    ends the sweep with the mutants already run.
+    """
+    mutations = generate_mutations(source, modules)
+    chosen = random.Random(seed).sample(mutations, min(sample, len(mutations)))
+    runs: list[MutantRun] = []
+
+    def summary() -> dict[str, Any]:
+        return _summary(mutations, runs, planned=len(chosen), seed=seed, modules=modules)
+
+    with tempfile.TemporaryDirectory(prefix="secagg-dp-mutants-") as scratch:
+        tree = Path(scratch)
+        _copy_tree(source, tree)
+        reached = executed_lines(tree, modules)
+        try:
+            for index, mutation in enumerate(chosen, start=1):
+                run = _run_one(tree, mutation, reached.get(mutation.module, set()), timeout)
+                runs.append(run)
+                if progress:
+                    print(
+                        f"[{index}/{len(chosen)}] {run.status:<11s} "
+                        f"{mutation.module}:{mutation.line} {mutation.operator} — "
+                        f"{run.changed_line[:70]}",
+                        flush=True,
+                    )
+                if on_run is not None:
+                    on_run(summary())
+        except KeyboardInterrupt:
+            print(f"interrupted after {len(runs)} mutants", file=sys.stderr)
+    return summary()
+
+
 def _markdown(summary: dict[str, Any]) -> str:
     killed, reached, low, high = summary["kill_rate_reached"]
     k_all, applied, low_all, high_all = summary["kill_rate_all"]
@@ -352,7 +380,8 @@ def _markdown(summary: dict[str, Any]) -> str:
         "# Generated mutants against the fast audit suite",
         "",
         f"cosmic-ray generated {summary['generated']} mutants of the privacy-critical modules; a "
-        f"uniform sample of {summary['sample']} (seed {summary['seed']}) ran against "
+        f"uniform sample of {summary['sample']} (seed {summary['seed']}; the first "
+        f"{summary['sample']} of {summary['planned']} drawn) ran against "
         "`python -m audits` (fast tier).",
         "",
         f"- killed among the mutants the audits execute: **{killed}/{reached}** "
@@ -398,10 +427,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    summary = run_sweep(args.source, sample=args.sample, seed=args.seed, timeout=args.timeout)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "mutation_sweep.json").write_text(json.dumps(summary, indent=1))
-    (args.out / "mutation_sweep.md").write_text(_markdown(summary))
+
+    def write(summary: dict[str, Any]) -> None:
+        (args.out / "mutation_sweep.json").write_text(json.dumps(summary, indent=1))
+        (args.out / "mutation_sweep.md").write_text(_markdown(summary))
+
+    summary = run_sweep(
+        args.source, sample=args.sample, seed=args.seed, timeout=args.timeout, on_run=write
+    )
+    write(summary)
     killed, reached, low, high = summary["kill_rate_reached"]
     print(
         f"\nkilled {killed}/{reached} reached mutants "
