@@ -78,8 +78,10 @@ class Mutation:
 
 @dataclass(frozen=True)
 class MutantRun:
-    """A mutant's outcome: ``killed``, ``survived``, ``crashed``, ``not reached`` (no audit
-    executes its line) or ``no change`` (cosmic-ray could not apply it)."""
+    """A mutant's outcome: ``killed`` (an audit's verdict), ``raised`` (the implementation raised
+    under an audit), ``survived``, ``crashed`` (outside the audits), ``not reached`` (no audit
+    executes its line), ``equivalent`` (annotation or assert only: decided from the syntax tree)
+    or ``no change`` (cosmic-ray could not apply it)."""
 
     mutation: Mutation
     status: str
@@ -220,6 +222,66 @@ def _statement_line(source: str, line: int) -> int:
     return max(starts, default=line)
 
 
+class _DropAnnotations(ast.NodeTransformer):
+    """Remove every annotation (never evaluated under ``from __future__ import annotations``)."""
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        node.returns = None
+        self.generic_visit(node)
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AsyncFunctionDef:
+        node.returns = None
+        self.generic_visit(node)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AnnAssign:
+        node.annotation = ast.Constant(None)
+        self.generic_visit(node)
+        return node
+
+
+def _shape(source: str, *, annotations: bool = True, asserts: bool = True) -> str:
+    tree = ast.parse(source)
+    if not annotations:
+        tree = _DropAnnotations().visit(tree)
+    if not asserts:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assert):
+                node.test, node.msg = ast.Constant(True), None
+    return ast.dump(tree)
+
+
+def classify_change(pristine: str, mutated: str) -> str:
+    """``"annotation"`` when the mutation changes annotations only (an equivalent mutant under
+    postponed evaluation), ``"assert"`` when it changes an ``assert`` only (it alters what a
+    failing invariant reports, never a correct run), else ``""``.
+
+    Examples
+    --------
+    >>> head = "from __future__ import annotations\\n"
+    >>> classify_change(head + "def f(x: int | None): pass", head + "def f(x: int - None): pass")
+    'annotation'
+    >>> classify_change("assert a and b", "assert a or b")
+    'assert'
+    >>> classify_change("y = a + b", "y = a - b")
+    ''
+    """
+    postponed = "from __future__ import annotations" in pristine
+    try:
+        if postponed and _shape(pristine, annotations=False) == _shape(mutated, annotations=False):
+            return "annotation"
+        if _shape(pristine, asserts=False) == _shape(mutated, asserts=False):
+            return "assert"
+    except SyntaxError:
+        return ""
+    return ""
+
+
 def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) -> MutantRun:
     path = tree / mutation.module
     pristine = path.read_bytes()
@@ -237,6 +299,13 @@ def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) 
         before = pristine.decode().splitlines()
         after = mutated.decode().splitlines()
         changed = next((a.strip() for b, a in zip(before, after, strict=False) if a != b), "")[:160]
+        kind = classify_change(pristine.decode(), mutated.decode())
+        if kind:
+            why = {
+                "annotation": "equivalent: an annotation, never evaluated (postponed)",
+                "assert": "changes an assert only: a correct run never reaches its failure",
+            }[kind]
+            return MutantRun(mutation, "equivalent", (), changed, time.perf_counter() - start, why)
         if _statement_line(pristine.decode(), mutation.line) not in reached:
             return MutantRun(
                 mutation,
@@ -304,11 +373,19 @@ def _summary(
 ) -> dict[str, Any]:
     counts = {
         s: sum(r.status == s for r in runs)
-        for s in ("killed", "raised", "survived", "crashed", "not reached", "no change")
+        for s in (
+            "killed",
+            "raised",
+            "survived",
+            "crashed",
+            "not reached",
+            "equivalent",
+            "no change",
+        )
     }
     # Reached and decided: a verdict (killed), an exception under audit (raised), or a pass.
     reached_runs = counts["killed"] + counts["raised"] + counts["survived"]
-    applied = reached_runs + counts["not reached"]
+    applied = reached_runs + counts["not reached"]  # equivalent and unchanged ones excluded
     return {
         "generated": len(mutations),
         "by_module": {m: sum(x.module == m for x in mutations) for m in modules},
@@ -398,8 +475,9 @@ def _markdown(summary: dict[str, Any]) -> str:
         "crashed": 1,
         "raised": 2,
         "not reached": 3,
-        "killed": 4,
-        "no change": 5,
+        "equivalent": 4,
+        "killed": 5,
+        "no change": 6,
     }
     for run in sorted(summary["runs"], key=lambda r: (order[r["status"]], r["mutation"]["module"])):
         m = run["mutation"]
