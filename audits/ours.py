@@ -82,6 +82,21 @@ class _OurAccountant:
         event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def distributed_discrete_gaussian_renyi(
+        self,
+        num_clients: int,
+        sigma: float,
+        *,
+        l1: float,
+        l2: float,
+        dimension: int,
+        rounds: int,
+        alpha: float,
+    ) -> float:
+        event = dpquantile.DistributedDiscreteGaussian(num_clients, sigma, l1, l2, dimension)
+        composed = dpquantile.ZCDPAccountant().compose(event, count=rounds)
+        return float(composed.renyi_divergence(alpha))
+
 
 # ----------------------------------------------------------------------------- mechanisms
 

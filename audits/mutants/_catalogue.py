@@ -158,6 +158,19 @@ def _rho_quarter() -> contextlib.AbstractContextManager[None]:
     )
 
 
+def _kls21_first_line_unsquared() -> contextlib.AbstractContextManager[None]:
+    """KLS21's first Rényi line with Δ₂ + 2 where Δ₂² belongs (a generated mutant of the
+    mutation sweep, ``ReplaceBinaryOperator_Pow_Add``): understated whenever Δ₂ > 2."""
+    original = accounting.DistributedDiscreteGaussian.renyi_bounds
+
+    def renyi_bounds(self: Any) -> tuple[tuple[float, float], ...]:
+        first, *rest = original(self)
+        wrong = (self.l2_sensitivity + 2) / (2.0 * self.num_clients * self.sigma**2)
+        return ((first[0], wrong), *rest)
+
+    return _patched((accounting.DistributedDiscreteGaussian, "renyi_bounds", renyi_bounds))
+
+
 def _factor_two_dropped() -> contextlib.AbstractContextManager[None]:
     """The zCDP → (ε, δ) conversion ρ + 2√(ρ log 1/δ) with its factor 2 dropped."""
 
@@ -329,6 +342,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "ρ computed as Δ²/(4σ²) for the discrete Gaussian events",
         (4, 5),
         _rho_quarter,
+    ),
+    Mutant(
+        "kls21_sensitivity_not_squared",
+        "KLS21's first Rényi line uses Δ₂ + 2 instead of Δ₂² (a generated mutant)",
+        (4,),
+        _kls21_first_line_unsquared,
     ),
     Mutant(
         "conversion_factor_2_dropped",
