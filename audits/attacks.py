@@ -472,6 +472,16 @@ def _faults(game: AdversarialRound) -> str:
     return "; ".join(str(f) for f in game.server.faults)[:300]
 
 
+def _client_outcome(
+    attack: str, threat_model: str, neighbors: int | None, game: AdversarialRound, correct: bool
+) -> AttackOutcome:
+    """A client attack's outcome: decided by the round's correctness; the server's faults say
+    what refused it."""
+    return _outcome(
+        attack, "client", threat_model, neighbors, game, correct=correct, stopped_by=_faults(game)
+    )
+
+
 def _spoofed_sender(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
     from secagg import ProtocolError  # noqa: PLC0415
 
@@ -493,15 +503,7 @@ def _spoofed_sender(threat_model: str, neighbors: int | None, seed: int) -> Atta
     while outgoing:
         outgoing = game.step(outgoing)
     honest = [u for u in game.clients if u != attacker]
-    return _outcome(
-        "spoofed-sender",
-        "client",
-        threat_model,
-        neighbors,
-        game,
-        correct=_correct(game, honest),
-        stopped_by=_faults(game),
-    )
+    return _client_outcome("spoofed-sender", threat_model, neighbors, game, _correct(game, honest))
 
 
 def _duplicate_in_open_phase(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
@@ -520,14 +522,8 @@ def _duplicate_in_open_phase(threat_model: str, neighbors: int | None, seed: int
     outgoing = game.to_server(m for m in replies if m.peer != 2) or game.close()
     while outgoing:
         outgoing = game.step(outgoing)
-    return _outcome(
-        "duplicate-in-open-phase",
-        "client",
-        threat_model,
-        neighbors,
-        game,
-        correct=_correct(game, list(game.clients)),
-        stopped_by=_faults(game),
+    return _client_outcome(
+        "duplicate-in-open-phase", threat_model, neighbors, game, _correct(game, list(game.clients))
     )
 
 
@@ -540,15 +536,7 @@ def _misbehaving(behaviour: str, name: str) -> Callable[[str, int | None, int], 
         neighbors = None if neighbors is None else neighbors + 2
         game = bad_client_round(behaviour, bad, neighbors, threat_model)
         honest = [u for u in game.clients if u not in bad]
-        return _outcome(
-            name,
-            "client",
-            threat_model,
-            neighbors,
-            game,
-            correct=_correct(game, honest),
-            stopped_by=_faults(game),
-        )
+        return _client_outcome(name, threat_model, neighbors, game, _correct(game, honest))
 
     return attack
 
@@ -572,14 +560,12 @@ def _replay_from_another_round(
     outgoing = game.step(outgoing)
     while outgoing:
         outgoing = game.step(outgoing)
-    return _outcome(
+    return _client_outcome(
         "replay-from-another-round",
-        "client",
         threat_model,
         neighbors,
         game,
-        correct=_correct(game, list(game.clients)),
-        stopped_by=_faults(game),
+        _correct(game, list(game.clients)),
     )
 
 
@@ -597,14 +583,12 @@ def _replay_from_an_earlier_sum(
     outgoing = game.step(requests)
     while outgoing:
         outgoing = game.step(outgoing)
-    return _outcome(
+    return _client_outcome(
         "replay-from-an-earlier-sum",
-        "client",
         threat_model,
         neighbors,
         game,
-        correct=_correct(game, list(game.clients), iteration=2),
-        stopped_by=_faults(game),
+        _correct(game, list(game.clients), iteration=2),
     )
 
 

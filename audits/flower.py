@@ -57,6 +57,7 @@ __all__ = [
     "FlowerRound",
     "FlowerTarget",
     "LoopbackGrid",
+    "colluder_unmasks",
     "known_defects",
     "load_flower",
     "quiet_flower",
@@ -1081,17 +1082,23 @@ class _FlowerAttackSurface:
 
     def control(self, seed: int) -> bool:
         """A colluding node's own secrets (read from its state) unmask its vector exactly."""
-        f = self.f
-        round_ = _flower_round(f, None, seed)
-        tap = _Tap(round_, lambda *_: None)
-        if round_.run(("setup", "share_keys", "collect_masked_vectors")) is not None:
-            return False
-        node = round_.node_ids[1]
-        state = round_.contexts[node].state.config_records[f.consts.RECORD_KEY_STATE]
-        key = f.consts.Key
-        sources = tap.sent["collect_masked_vectors"][node][key.SOURCE_LIST]
-        partners = {v: tap.received["setup"][v][key.PUBLIC_KEY_1] for v in sources}
-        value = _flower_unmask(
-            f, tap, node, rd_seed=state["rd_seed"], sk1=state["sk1"], partners=partners
-        )
-        return _recovered(round_, tap, node, value)
+        return colluder_unmasks(self.f, seed, index=1)
+
+
+def colluder_unmasks(
+    f: SimpleNamespace, seed: int, *, index: int, rd_seed: bytes | None = None
+) -> bool:
+    """Whether node ``index``'s own secrets (its seed, or ``rd_seed`` in its place) unmask its
+    masked vector of an honest round to its true update (the reconstruction's positive control)."""
+    round_ = _flower_round(f, None, seed)
+    tap = _Tap(round_, lambda *_: None)
+    if round_.run(("setup", "share_keys", "collect_masked_vectors")) is not None:
+        return False
+    node = round_.node_ids[index]
+    state = round_.contexts[node].state.config_records[f.consts.RECORD_KEY_STATE]
+    key = f.consts.Key
+    sources = tap.sent["collect_masked_vectors"][node][key.SOURCE_LIST]
+    partners = {v: tap.received["setup"][v][key.PUBLIC_KEY_1] for v in sources}
+    seed_bytes = state["rd_seed"] if rd_seed is None else rd_seed
+    value = _flower_unmask(f, tap, node, rd_seed=seed_bytes, sk1=state["sk1"], partners=partners)
+    return _recovered(round_, tap, node, value)

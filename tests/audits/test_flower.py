@@ -13,10 +13,7 @@ from audits.attacks import audit_attacks
 from audits.flower import (
     LOCAL_DP_EPSILON,
     FlowerTarget,
-    _flower_round,
-    _flower_unmask,
-    _recovered,
-    _Tap,
+    colluder_unmasks,
     known_defects,
 )
 
@@ -107,18 +104,6 @@ def test_a_malicious_server_recovers_a_clients_update_from_flowers_secagg_plus(
 
 
 def test_the_flower_unmasking_fails_with_a_wrong_secret(flower: FlowerTarget) -> None:
-    # The verdict can fail: the victim's own secrets unmask it, a wrong seed does not.
-    f = flower._f
-    round_ = _flower_round(f, None, 3)
-    tap = _Tap(round_, lambda *_: None)
-    assert round_.run(("setup", "share_keys", "collect_masked_vectors")) is None
-    node = round_.node_ids[2]
-    state = round_.contexts[node].state.config_records[f.consts.RECORD_KEY_STATE]
-    key = f.consts.Key
-    sources = tap.sent["collect_masked_vectors"][node][key.SOURCE_LIST]
-    partners = {v: tap.received["setup"][v][key.PUBLIC_KEY_1] for v in sources}
-    right = _flower_unmask(
-        f, tap, node, rd_seed=state["rd_seed"], sk1=state["sk1"], partners=partners
-    )
-    wrong = _flower_unmask(f, tap, node, rd_seed=bytes(32), sk1=state["sk1"], partners=partners)
-    assert _recovered(round_, tap, node, right) and not _recovered(round_, tap, node, wrong)
+    # The verdict can fail: the node's own secrets unmask it, a wrong seed does not.
+    assert colluder_unmasks(flower._f, 3, index=2)
+    assert not colluder_unmasks(flower._f, 3, index=2, rd_seed=bytes(32))
