@@ -77,6 +77,10 @@ class RoundRecord:
         The zCDP ρ the run's budget has spent so far, after this round (``None``: no DP).
     seconds
         Wall time of the round.
+    corrupted_weight
+        Share of the round's aggregation weight (data sizes of the finite updates) held by
+        corrupted clients (0 without a corruption model). At ≥ 0.5 the geometric median's
+        breakdown point is passed (RFA §4).
 
     Examples
     --------
@@ -99,6 +103,7 @@ class RoundRecord:
     empty_tail: bool | None
     rho_spent: float | None
     seconds: float
+    corrupted_weight: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,6 +181,23 @@ class TrainingResult:
     wall_time: float
     seeds: Mapping[str, int] = field(default_factory=dict)
     privacy: Mapping[str, Any] | None = None
+
+    @property
+    def corrupted_majority_rounds(self) -> int:
+        """Rounds whose corrupted clients held at least half the aggregation weight.
+
+        Examples
+        --------
+        >>> from protocols.training.corruption import Corruption
+        >>> from protocols.training.datasets import synthetic
+        >>> from protocols.training.trainers import train
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> config = TrainerConfig(rounds=2, clients_per_round=4, secure=False,
+        ...                        corruption=Corruption("gaussian", 1.0))
+        >>> train(data, config).corrupted_majority_rounds   # every client is corrupted
+        2
+        """
+        return sum(record.corrupted_weight >= 0.5 for record in self.history)
 
     @property
     def empty_tail_rounds(self) -> int:

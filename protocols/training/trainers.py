@@ -654,6 +654,9 @@ class FederatedTrainer:
             stream(config.seed, _DROPOUT, index).random(keep.size) < config.dropout
         )
         dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
+        corrupted_weight = 0.0
+        if self.plan is not None and keep.size:
+            corrupted_weight = float(alpha[self.plan.mask(ids)].sum() / alpha.sum())
         if self.plan is not None and self.plan.corruption.poisons_updates and keep.size:
             kept_updates = corrupt_updates(
                 kept_updates,
@@ -714,6 +717,7 @@ class FederatedTrainer:
             empty_tail=outcome.empty_tail,
             rho_spent=None if self.budget is None else self.budget.accountant.rho,
             seconds=time.perf_counter() - start,
+            corrupted_weight=corrupted_weight,
         )
 
     # -- the run ----------------------------------------------------------------------------------

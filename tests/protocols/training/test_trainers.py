@@ -400,3 +400,23 @@ def test_deltafl_lowers_the_tail_error_on_synthetic() -> None:
         assert private.epsilon_spent is not None
         assert private.epsilon_spent == pytest.approx(5.0, rel=1e-3)
         assert private.epsilon_spent <= 5
+
+
+def test_corrupted_weight_is_the_cohorts_corrupted_data_share() -> None:
+    """Each round records the corrupted clients' share of the aggregation weight (RFA §4's ρ)."""
+    data = synthetic(1, 1, num_clients=20, num_test_clients=0, seed=3)
+    config = TrainerConfig(
+        rounds=6, clients_per_round=8, secure=False, corruption=Corruption("omniscient", 0.25)
+    )
+    trainer = FederatedTrainer(data, config)
+    result = trainer.run()
+    sizes = {c.client_id: c.num_train for c in data.train_clients}
+    corrupted = set(result.corrupted_clients)
+    assert corrupted and all(r.corrupted_weight >= 0 for r in result.history)
+    # The whole population's corrupted share is at least the requested 25 % of the data.
+    assert sum(sizes[c] for c in corrupted) / sum(sizes.values()) >= 0.25
+    shares = [r.corrupted_weight for r in result.history]
+    assert len(set(shares)) > 1  # it varies with the sampled cohort
+    assert result.corrupted_majority_rounds == sum(s >= 0.5 for s in shares)
+    clean = FederatedTrainer(data, config.with_changes(corruption=None)).run()
+    assert all(r.corrupted_weight == 0.0 for r in clean.history)
