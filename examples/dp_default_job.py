@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from protocols.training import TrainerConfig, train
 from protocols.training.datasets import synthetic_iid
+from protocols.training.evidence import mean_interval
 from protocols.training.fedplus import FedPlusConfig, train_fedplus
 
 _TRAINERS = ("fedavg", "deltafl", "rfa", "rfa1")
@@ -111,11 +111,8 @@ def main() -> None:
         del _DATA[seed]
         print(f"seed {seed + 1}/{args.seeds} ({time.perf_counter() - start:.0f} s)", flush=True)
 
-    t = stats.t.ppf(0.975, args.seeds - 1) / np.sqrt(args.seeds) if args.seeds > 1 else 0.0
-
     def interval(values: np.ndarray) -> str:
-        half = t * values.std(ddof=1) if values.size > 1 else float("nan")
-        return f"{values.mean():.3f} ± {half:.3f}"
+        return mean_interval(values).text(3)
 
     print(
         f"\nSynthetic-IID, 1000 users (100 per round), {args.rounds} rounds, (ε, δ) = "

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from protocols.training import TrainerConfig, train
 from protocols.training.datasets import load_dataset
+from protocols.training.evidence import mean_interval
 
 # 30 training clients either way; the image datasets' per-client errors are on 10 unseen clients.
 _DATASETS = {
@@ -93,16 +93,13 @@ def main() -> None:
             f"seed {seed + 1}/{args.seeds} done ({time.perf_counter() - start:.0f} s)", flush=True
         )
 
-    quantile = stats.t.ppf(0.975, args.seeds - 1) / np.sqrt(args.seeds) if args.seeds > 1 else 0
     print(
         f"\n{data.name}, θ = 0.5, 10 clients/round, {args.rounds} rounds, ε = "
         f"{args.epsilon:g} on the thresholds; exact-quantile p90 {np.mean(exact_p90):.3f}"
     )
     print(f"{'threshold':<26s} {'p90 − exact p90':>18s}   (95 % CI over {args.seeds} seeds)")
     for label, values in gaps.items():
-        array = np.array(values)
-        half = quantile * array.std(ddof=1) if args.seeds > 1 else float("nan")
-        print(f"{label:<26s} {array.mean():>+10.4f} ± {half:.4f}")
+        print(f"{label:<26s} {mean_interval(values).text(4, signed=True):>20s}")
     args.out.write_text(
         json.dumps({"exact_p90": exact_p90, "gaps": gaps, **vars(args)}, indent=1, default=str)
     )

@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from protocols.training import TrainerConfig, train
 from protocols.training.datasets import mnist_5k
+from protocols.training.evidence import mean_interval
 
 
 def main() -> None:
@@ -77,11 +77,8 @@ def main() -> None:
             accuracy[name].append(runs)
         print(f"seed {seed + 1}/{args.seeds} ({time.perf_counter() - start:.0f} s)", flush=True)
 
-    t = stats.t.ppf(0.975, args.seeds - 1) / np.sqrt(args.seeds) if args.seeds > 1 else 0.0
-
     def interval(values: np.ndarray) -> str:
-        half = t * values.std(ddof=1) if values.size > 1 else float("nan")
-        return f"{100 * values.mean():6.2f} ± {100 * half:.2f}"
+        return f"{mean_interval(values).scaled(100).text(2):>14s}"
 
     central = np.array([np.mean(runs) for runs in accuracy["central"]])
     print(

@@ -157,13 +157,15 @@ def decide(interval: Interval, threshold: float, goal: Literal["below", "above"]
     threshold
         The goal's threshold (in the interval's units).
     goal
-        ``"below"``: the goal asks for a mean ≤ threshold; ``"above"``: for a mean ≥ threshold.
+        ``"below"``: the goal asks for a mean < threshold; ``"above"``: for a mean > threshold.
 
     Returns
     -------
     Verdict
-        ``"met"`` when the whole interval satisfies the goal, ``"not met"`` when none of it does,
-        ``"not established"`` otherwise — always ``"not established"`` from a single seed.
+        ``"met"`` when the whole interval is strictly on the goal's side, ``"not met"`` when none
+        of it is (an interval that only touches the threshold, e.g. a method identical to its
+        baseline asked to beat it, is ``"not met"``), ``"not established"`` otherwise — always
+        ``"not established"`` from a single seed.
 
     Examples
     --------
@@ -172,6 +174,8 @@ def decide(interval: Interval, threshold: float, goal: Literal["below", "above"]
     >>> decide(mean_interval([-5.0, 1.0, -2.0]), -3.0, "below")
     'not established'
     >>> decide(mean_interval([0.5, 0.6, 0.7]), 0.9, "above")
+    'not met'
+    >>> decide(mean_interval([0.0, 0.0, 0.0]), 0.0, "below")   # equal is not better
     'not met'
     """
     if goal not in ("below", "above"):
@@ -183,9 +187,9 @@ def decide(interval: Interval, threshold: float, goal: Literal["below", "above"]
     low, high = (interval.low, interval.high)
     if goal == "above":
         low, high, threshold = -high, -low, -threshold
-    if high <= threshold:
+    if high < threshold:
         return "met"
-    if low > threshold:
+    if low >= threshold:
         return "not met"
     return "not established"
 

@@ -46,17 +46,18 @@ def test_interval_coverage_is_nominal() -> None:
 def test_decide_agrees_with_the_interval(values: list[float], threshold: float, goal: str) -> None:
     interval = mean_interval(values)
     verdict = decide(interval, threshold, goal)  # type: ignore[arg-type]
-    inside = interval.low <= threshold <= interval.high
     if goal == "below":
-        expected = "met" if interval.high <= threshold else "not met"
+        expected = "met" if interval.high < threshold else "not met"
+        if interval.low < threshold <= interval.high:
+            expected = "not established"
     else:
-        expected = "met" if interval.low >= threshold else "not met"
-    if inside and not (interval.high == threshold or interval.low == threshold):
-        expected = "not established"
+        expected = "met" if interval.low > threshold else "not met"
+        if interval.low <= threshold < interval.high:
+            expected = "not established"
     assert verdict == expected
     # The verdicts of a goal and its opposite never both say "met".
     opposite = decide(interval, threshold, "above" if goal == "below" else "below")
-    assert not (verdict == "met" and opposite == "met" and interval.low != interval.high)
+    assert not (verdict == "met" and opposite == "met")
 
 
 def test_single_seed_is_never_decided() -> None:
