@@ -63,7 +63,9 @@ def test_choose_takes_the_lowest_tune_objective(reproduce: ModuleType) -> None:
     assert set(scores["|".join(key)]) == {label for label, _, _ in options}
 
 
-def test_smoke_run_writes_results_with_verdicts(reproduce: ModuleType, tmp_path: Path) -> None:
+def test_smoke_run_writes_results_with_verdicts(
+    reproduce: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = reproduce.main(
         [
             "--mode",
@@ -74,7 +76,7 @@ def test_smoke_run_writes_results_with_verdicts(reproduce: ModuleType, tmp_path:
             "1",
             "--out",
             str(tmp_path),
-            "--save-runs",
+            "--runs",
             str(tmp_path / "runs.pkl"),
         ]
     )
@@ -101,11 +103,32 @@ def test_smoke_run_writes_results_with_verdicts(reproduce: ModuleType, tmp_path:
             "deltafl,rfa",
             "--out",
             str(again),
-            "--load-runs",
+            "--runs",
             str(tmp_path / "runs.pkl"),
+            "--render-only",
         ]
     )
     assert (again / "RESULTS.md").read_text().splitlines()[4:] == text.splitlines()[4:]
+    # A run with another paper added reuses every stored run and trains only the new ones.
+    capsys.readouterr()
+    reproduce.main(
+        [
+            "--mode",
+            "smoke",
+            "--only",
+            "deltafl,rfa,ffgb",
+            "--jobs",
+            "1",
+            "--out",
+            str(again),
+            "--runs",
+            str(tmp_path / "runs.pkl"),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert "runs reused" in printed
+    assert "[tune" in printed and "ffgb" in printed
+    assert "## 4. FFGB" in (again / "RESULTS.md").read_text()
 
 
 def test_bad_arguments_are_refused(reproduce: ModuleType) -> None:
@@ -115,3 +138,5 @@ def test_bad_arguments_are_refused(reproduce: ModuleType) -> None:
         reproduce.main(["--mode", "smoke"])  # a smoke run must not overwrite RESULTS.md
     with pytest.raises(SystemExit):
         reproduce.main(["--jobs", "0"])
+    with pytest.raises(SystemExit):
+        reproduce.main(["--render-only"])  # nothing to render from
