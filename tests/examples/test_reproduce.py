@@ -116,7 +116,7 @@ def test_smoke_run_writes_results_with_verdicts(
             "--mode",
             "smoke",
             "--only",
-            "deltafl,rfa,ffgb",
+            "deltafl,rfa,fedplus",  # no optional dataset needed
             "--jobs",
             "1",
             "--out",
@@ -127,8 +127,8 @@ def test_smoke_run_writes_results_with_verdicts(
     )
     printed = capsys.readouterr().out
     assert "runs reused" in printed
-    assert "[tune" in printed and "ffgb" in printed
-    assert "## 4. FFGB" in (again / "RESULTS.md").read_text()
+    assert "[tune" in printed and "fedplus" in printed
+    assert "## 3. Fed+" in (again / "RESULTS.md").read_text()
 
 
 def test_bad_arguments_are_refused(reproduce: ModuleType) -> None:
