@@ -3,7 +3,7 @@
 One command for every result of the project (it replaces ``reproduce_results.py`` and
 ``reproduce_fedplus_ffgb.py``)::
 
-    python examples/reproduce.py                  # budget mode: ≈ 25 min on 2 cores → RESULTS.md
+    python examples/reproduce.py                  # budget mode: ≈ 21 min on 2 cores → RESULTS.md
     python examples/reproduce.py --mode full      # 20 seeds × 5 draws, the wider grids (hours)
     python examples/reproduce.py --mode smoke --out /tmp/results   # the pipeline in ≈ 1 min
 
@@ -1458,7 +1458,7 @@ def main(argv: list[str] | None = None) -> int:
         "--mode",
         choices=sorted(MODES),
         default="budget",
-        help="budget (default, ≈ 25 min), full (hours) or smoke (≈ 1 min)",
+        help="budget (default, ≈ 21 min), full (hours) or smoke (≈ 1 min)",
     )
     parser.add_argument(
         "--only", default=",".join(PAPERS), help="comma list of papers: " + ", ".join(PAPERS)
