@@ -30,7 +30,6 @@ from typing import Any, Literal, Self
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize
 
 from dpquantile._checks import (
     check_count,
@@ -947,6 +946,8 @@ def _minimise_over_orders(
     def scalar(u: float) -> float:
         return float(objective(np.array([1.0 + math.exp(u)]))[0])
 
+    from scipy import optimize  # noqa: PLC0415 - lazy: a Flower ClientApp process imports this module per message
+
     refined = optimize.minimize_scalar(
         scalar, bounds=(low, high), method="bounded", options={"xatol": 1e-12}
     )
@@ -1473,6 +1474,8 @@ def _smallest_epsilon(profile: Callable[[float], float], delta: float, *, upper:
         return 0.0
     if profile(upper) > delta:
         return upper  # numerical safety: never return less than the certified Rényi bound
+    from scipy import optimize  # noqa: PLC0415 - lazy, as above
+
     root = optimize.brentq(lambda eps: profile(eps) - delta, 0.0, upper, xtol=1e-14, rtol=1e-14)
     candidate = float(root)
     for _ in range(64):  # step up until the computed δ is certainly within the target

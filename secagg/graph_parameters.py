@@ -30,7 +30,6 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaln
 
 from secagg.validation import check_int, check_real
 
@@ -492,6 +491,8 @@ def _threshold_window(
 
 def _log_tails(population: int, successes: int, draws: int) -> NDArray[np.float64]:
     """Natural log of P[X ≥ x], x = 0 .. draws + 1, in floating point (pre-screen only)."""
+    from scipy.special import gammaln  # noqa: PLC0415 - lazy: keeps a ClientApp's start-up short
+
     low = max(0, draws - (population - successes))
     high = min(successes, draws)
     x = np.arange(low, high + 1, dtype=np.float64)
@@ -520,14 +521,11 @@ def _screen_passes(
     if bad < k:
         disc = -math.inf
     else:
-        log_choose_ratio = float(
-            gammaln(bad + 1) - gammaln(bad - k + 1) - gammaln(n + 1) + gammaln(n - k + 1)
-        )
+        lg = math.lgamma
+        log_choose_ratio = lg(bad + 1) - lg(bad - k + 1) - lg(n + 1) + lg(n - k + 1)
         disc_two = (math.log(n) + math.log(n - k - 1) - _LN2 + log_choose_ratio) / _LN2
         half = k // 2
-        log_half_ratio = float(
-            gammaln(bad + 1) - gammaln(bad - half + 1) - gammaln(n + 1) + gammaln(n - half + 1)
-        )
+        log_half_ratio = lg(bad + 1) - lg(bad - half + 1) - lg(n + 1) + lg(n - half + 1)
         disc_one = (math.log(n) + log_half_ratio) / _LN2
         disc = min(disc_two, disc_one)
     # gammaln(n) ≈ n ln n carries an absolute error of a few ulps; widen the slack accordingly.

@@ -113,15 +113,29 @@ def _executable(name: str) -> str:
     return found
 
 
+TASK_POLL_ENV = "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"  # Flower 1.42: 1 s unless set (≥ 0.01)
+
+
 @contextlib.contextmanager
 def deployment(
-    nodes: int, *, startup_deadline: float = 60.0, keep_logs: bool = False
+    nodes: int,
+    *,
+    startup_deadline: float = 60.0,
+    keep_logs: bool = False,
+    task_poll_interval: float | None = 0.1,
 ) -> Iterator[Deployment]:
     """A SuperLink and ``nodes`` SuperNodes on 127.0.0.1, stopped on exit (and their working
-    directory removed unless ``keep_logs``)."""
+    directory removed unless ``keep_logs``).
+
+    ``task_poll_interval``: seconds between a SuperExec's asks for a task to launch (Flower's
+    ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``, 1 s by default; ``None`` leaves the environment's) —
+    each message to a node waits for one such ask before its ClientApp process starts.
+    """
     workdir = Path(tempfile.mkdtemp(prefix="secagg-flower-"))
     port = free_port()
     env = dict(os.environ, FLWR_HOME=str(workdir / "flwr-home"), PYTHONUNBUFFERED="1")
+    if task_poll_interval is not None:
+        env[TASK_POLL_ENV] = str(task_poll_interval)
     home = Path(env["FLWR_HOME"])
     home.mkdir()
     (home / "config.toml").write_text(
@@ -253,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         for event in events:
             if event["event"] == "round":
                 print(
-                    f"round {event['round']}: survivors {event['survivors']}, dropped "
-                    f"{event['dropped']}, {event['seconds']:.2f} s"
+                    f"round {event['round']}: survivors {event.get('survivors')}, dropped "
+                    f"{event.get('dropped')}, {event['seconds']:.2f} s"
                 )
             elif event["event"] in ("done", "error"):
                 print(event)

@@ -61,6 +61,7 @@ from secagg.integrations.flower import (
     IdentitySource,
     SumEncoding,
     TrustStoreSource,
+    exchange_messages,
     make_secagg_mod,
     run_secure_sum,
 )
@@ -485,8 +486,10 @@ class SecureStrategy:
         Public cap on a client's weight (its ``num-examples``; > 0).
     weight_key
         The reply metric that weighs a client (``""``: all weights 1).
-    neighbors, threshold, modulus_bits, phase_timeout
-        Secure-sum parameters (see :func:`secagg.integrations.flower.run_secure_sum`).
+    neighbors, threshold, modulus_bits, phase_timeout, poll_interval
+        Secure-sum parameters (see :func:`secagg.integrations.flower.run_secure_sum`);
+        ``poll_interval`` (seconds between asks for replies, ``None``: the grid's own
+        ``send_and_receive``) also paces the federated evaluation.
     smoothing, ftol, max_iterations
         Weiszfeld's ν, relative objective tolerance and most steps (geometric median).
     theta, loss_key, loss_range, bins, branching, quantile_rho
@@ -540,6 +543,7 @@ class SecureStrategy:
     threshold: int | None = None
     modulus_bits: int = 32
     phase_timeout: float = 60.0
+    poll_interval: float | None = None
     smoothing: float = 1e-6
     ftol: float = 1e-6
     max_iterations: int = 10
@@ -565,6 +569,8 @@ class SecureStrategy:
         self.clip = check_positive("clip", self.clip)
         self.weight_cap = check_positive("weight_cap", self.weight_cap)
         self.phase_timeout = check_positive("phase_timeout", self.phase_timeout)
+        if self.poll_interval is not None:
+            self.poll_interval = check_positive("poll_interval", self.poll_interval)
         self.smoothing = check_positive("smoothing", self.smoothing)
         self.ftol = check_nonnegative("ftol", self.ftol)
         self.max_iterations = check_int("max_iterations", self.max_iterations, minimum=1)
@@ -845,7 +851,7 @@ the server never holds the replies a plaintext aggregate_train would need
         messages = list(self.strategy.configure_evaluate(server_round, arrays, config, grid))
         if not messages:
             return
-        replies = list(grid.send_and_receive(messages, timeout=timeout))
+        replies = exchange_messages(grid, messages, timeout, self.poll_interval)
         metrics = self.strategy.aggregate_evaluate(server_round, replies)
         logger.info(
             "round %d: federated evaluation on %d of %d nodes: %s",
@@ -875,6 +881,7 @@ the server never holds the replies a plaintext aggregate_train would need
             timeout=self.phase_timeout,
             threat_model=self.threat_model,
             trust_store=self.trust_store,
+            poll_interval=self.poll_interval,
             **kwargs,
         )
 
@@ -965,6 +972,7 @@ the server never holds the replies a plaintext aggregate_train would need
             timeout=self.phase_timeout,
             threat_model=self.threat_model,
             trust_store=self.trust_store,
+            poll_interval=self.poll_interval,
             seed=self._seed(server_round),
             group_id=str(server_round),
         )

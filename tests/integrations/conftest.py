@@ -25,7 +25,9 @@ def loopback_grid(monkeypatch: pytest.MonkeyPatch) -> type:
     node keeps its own Context across messages, as a SuperNode does); ``silent[node]`` is the
     first stage at which the node stops answering (a vanished process); ``tamper(message)``
     may rewrite a server message before delivery (a malicious server). Every message crosses
-    a deep copy, so no object is shared between server and client.
+    a deep copy, so no object is shared between server and client. ``push_messages`` delivers
+    at once; ``pull_messages`` hands a reply out from its ``pull_delay``-th ask on (replies that
+    take a while), and counts the asks in ``pulls``.
     """
     pytest.importorskip("flwr", reason="the Flower integration needs flwr (extra 'flower')")
     from flwr.app import Context, Error, Message, RecordDict
@@ -63,6 +65,9 @@ def loopback_grid(monkeypatch: pytest.MonkeyPatch) -> type:
             }
             self.sent: list[Any] = []
             self.replies: list[Any] = []
+            self.pull_delay = 0
+            self.pulls = 0
+            self._pending: dict[str, list[Any]] = {}  # message id → [asks so far, reply]
 
         def set_run(self, run_id: int) -> None:  # pragma: no cover - not used
             pass
@@ -77,11 +82,26 @@ def loopback_grid(monkeypatch: pytest.MonkeyPatch) -> type:
         def get_node_ids(self) -> Iterable[int]:
             return list(self.apps)
 
-        def push_messages(self, messages: Iterable[Any]) -> Iterable[str]:  # pragma: no cover
-            raise NotImplementedError
+        def push_messages(self, messages: Iterable[Any]) -> Iterable[str]:
+            ids = []
+            for message in messages:
+                (reply,) = self.send_and_receive([message]) or [None]
+                ids.append(message.metadata.message_id)
+                if reply is not None:
+                    self._pending[ids[-1]] = [0, reply]
+            return ids
 
-        def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Any]:  # pragma: no cover
-            raise NotImplementedError
+        def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Any]:
+            self.pulls += 1
+            out = []
+            for message_id in message_ids:
+                entry = self._pending.get(message_id)
+                if entry is None:
+                    continue
+                entry[0] += 1
+                if entry[0] > self.pull_delay:
+                    out.append(self._pending.pop(message_id)[1])
+            return out
 
         def send_and_receive(
             self, messages: Iterable[Any], *, timeout: float | None = None

@@ -7,6 +7,7 @@ Also the REFERENCES §1 defects of Flower's own SecAgg+ that our Mod does not ha
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from secagg.integrations.flower import (
     _client_random,
     content_digest,
     dropout_phases,
+    exchange_messages,
     run_secure_sum,
 )
 from secagg.masks import expand_mask, self_mask_key
@@ -362,6 +364,21 @@ class _PerSum:
         return np.asarray(vector, dtype=dtype)
 
 
+def _session(grid: Any, sums: int, threat_model: str, **options: Any) -> GridSession:
+    """A session over the loopback grid's nodes: t = 3, 5 s phases, seed 4."""
+    return GridSession(
+        grid,
+        sums=sums,
+        dimension=DIM,
+        threshold=3,
+        timeout=5.0,
+        seed=4,
+        threat_model=threat_model,
+        trust_store=grid.trust_store,
+        **options,
+    )
+
+
 @pytest.mark.parametrize("threat_model", ["malicious", "semi-honest"])
 def test_a_grid_session_sums_again_without_a_new_setup(
     loopback_grid: Any, vector_client_app: Any, threat_model: str
@@ -370,16 +387,7 @@ def test_a_grid_session_sums_again_without_a_new_setup(
     first, second = vectors_for(nodes, seed=1), vectors_for(nodes, seed=2)
     apps = vector_client_app({n: _PerSum(first[n], second[n]) for n in nodes})
     grid = loopback_grid(apps, silent={44: "unmask"})  # gone after its first masked input
-    session = GridSession(
-        grid,
-        sums=3,
-        dimension=DIM,
-        threshold=3,
-        timeout=5.0,
-        seed=4,
-        threat_model=threat_model,
-        trust_store=grid.trust_store,
-    )
+    session = _session(grid, 3, threat_model)
     encoding = SumEncoding(clip=2.0, scale=2.0**16, weight_key=None)
     one = session.sum(content(), encoding=encoding)
     setup_messages = len(grid.sent)
@@ -465,3 +473,42 @@ def test_a_model_shown_to_one_node_alone_isolates_nothing(
     honest = sum(second[n] for n in nodes)
     assert np.abs(two.total - honest).max() > 100.0  # all five within 100: P ≈ 1e-13
     assert any(f"node {victim}" in fault and "signature" in fault for fault in two.faults)
+
+
+@pytest.mark.parametrize("threat_model", ["malicious", "semi-honest"])
+def test_polling_for_replies_gives_the_same_sums(
+    loopback_grid: Any, vector_client_app: Any, threat_model: str
+) -> None:
+    nodes = [11, 22, 33, 44, 55]
+    first, second = vectors_for(nodes, seed=5), vectors_for(nodes, seed=6)
+    encoding = SumEncoding(clip=2.0, scale=2.0**16, weight_key=None)
+    totals = {}
+    for poll in (None, 0.001):
+        grid = loopback_grid(
+            vector_client_app({n: _PerSum(first[n], second[n]) for n in nodes}),
+            silent={33: "masked_input"},
+        )
+        grid.pull_delay = 2  # every reply is there on the third ask
+        session = _session(grid, 2, threat_model, poll_interval=poll)
+        totals[poll] = [session.sum(content(), encoding=encoding, group_id=g) for g in "12"]
+        # Polling asks for replies; the grid's send_and_receive never does.
+        assert (grid.pulls > 0) == (poll is not None)
+    for by_poll, by_wait in zip(totals[0.001], totals[None], strict=True):
+        assert by_poll.survivors == by_wait.survivors == (11, 22, 44, 55)
+        assert by_poll.dropped == by_wait.dropped
+        np.testing.assert_array_equal(by_poll.ring_total, by_wait.ring_total)
+
+
+def test_exchange_messages_waits_at_most_its_timeout(loopback_grid: Any) -> None:
+    grid = loopback_grid({})
+    grid.pull_delay = 10**9  # never answers
+    grid.apps = {5: lambda message, context: Message(RecordDict(), reply_to=message)}
+    grid.contexts = {5: None}
+    start = time.monotonic()
+    messages = [Message(RecordDict(), dst_node_id=5, message_type="query")]
+    assert exchange_messages(grid, messages, 0.2, 0.05) == []
+    assert 0.2 <= time.monotonic() - start < 2.0 and grid.pulls >= 3
+    with pytest.raises(ValueError, match="poll_interval"):
+        exchange_messages(grid, messages, 0.2, 0.0)
+    with pytest.raises(ValueError, match="poll_interval"):
+        GridSession(grid, sums=1, dimension=1, node_ids=[1, 2, 3], poll_interval=-1.0)

@@ -2,7 +2,9 @@
 
 One simulation (2 rounds, ≈ 30 s, most of it Ray's start-up) is shared by the tests. Its rounds
 must equal our in-memory runner ``secagg.secure_sum`` on the same quantised inputs and the same
-dropouts — bit for bit in the ring — and the plain weighted average up to quantisation.
+dropouts — bit for bit in the ring — and the plain weighted average up to quantisation. Two
+smaller ones: three rounds as one session (one key setup), and Flower's own SecAgg+ workflow
+on the same task (the anchor of ``bench/flower_deployment_bench.py``).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def simulation() -> Any:
         from secagg_app.task import local_train  # noqa: PLC0415
 
         record = RunRecord()
-        settings = Settings(rounds=ROUNDS, min_nodes=NODES, seed=5, timeout=60.0)
+        # One key setup per round, so the drop plan hits every phase of every round.
+        settings = Settings(rounds=ROUNDS, min_nodes=NODES, seed=5, timeout=60.0, session_rounds=1)
         run_simulation(
             make_server_app(settings, record),
             make_client_app(drop_plan=DROP_PLAN, seed=MOD_SEED),
@@ -119,4 +122,80 @@ def test_rounds_are_the_weighted_average_up_to_quantisation(simulation: Any) -> 
         step = len(result.survivors) / result.encoding.scale
         np.testing.assert_allclose(result.average, expected, atol=10 * step)
         np.testing.assert_allclose(np.concatenate([a.ravel() for a in following]), result.average)
+    assert record.losses[-1] < record.losses[0]
+
+
+def _simulate(settings: Any, nodes: int, drop_plan: dict[int, str] | None = None) -> Any:
+    """Run the app in simulation with ``settings``; (record, local_train)."""
+    sys.path.insert(0, str(APP_DIR))
+    try:
+        from flwr.simulation import run_simulation  # noqa: PLC0415
+        from secagg_app.client_app import make_client_app  # noqa: PLC0415
+        from secagg_app.server_app import RunRecord, make_server_app  # noqa: PLC0415
+        from secagg_app.task import local_train  # noqa: PLC0415
+
+        record = RunRecord()
+        run_simulation(
+            make_server_app(settings, record),
+            make_client_app(drop_plan=drop_plan or {}, seed=MOD_SEED),
+            num_supernodes=nodes,
+            backend_config={
+                "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                "init_args": {"num_cpus": 2, "include_dashboard": False},
+            },
+        )
+        return record, local_train
+    finally:
+        sys.path.remove(str(APP_DIR))
+        for name in [m for m in sys.modules if m == "secagg_app" or m.startswith("secagg_app.")]:
+            del sys.modules[name]
+
+
+def _weighted_average(model: Any, partitions: list[int], local_train: Any, cap: float) -> Any:
+    replies = [local_train(model, p, 0) for p in partitions]
+    beta = np.array([min(examples, cap) / cap for _, examples in replies])
+    flats = np.stack([np.concatenate([a.ravel() for a in m]) for m, _ in replies])
+    return beta @ flats / beta.sum()
+
+
+def test_session_rounds_share_one_key_setup_and_keep_a_dropout_out() -> None:
+    sys.path.insert(0, str(APP_DIR))
+    try:
+        from secagg_app.server_app import Settings  # noqa: PLC0415
+    finally:
+        sys.path.remove(str(APP_DIR))
+    nodes, rounds = 6, 3
+    settings = Settings(rounds=rounds, min_nodes=nodes, seed=3, timeout=60.0, threshold=3)
+    record, local_train = _simulate(settings, nodes, {4: "masked_input"})
+    node_of = {p: node for node, p in record.partitions.items()}
+    assert [r.iteration for r in record.results] == [1, 2, 3]  # one setup, three sums
+    assert record.results[0].dropped == {node_of[4]: "masked_input"}
+    kept = [p for p in range(nodes) if p != 4]
+    for model, result in zip(record.models[:-1], record.results, strict=True):
+        assert sorted(record.partitions[n] for n in result.survivors) == kept
+        expected = _weighted_average(model, kept, local_train, settings.weight_cap)
+        step = len(kept) / result.encoding.scale
+        np.testing.assert_allclose(result.average, expected, atol=10 * step)
+    assert record.losses[-1] < record.losses[0]
+
+
+def test_flower_secaggplus_anchor_averages_the_same_task() -> None:
+    sys.path.insert(0, str(APP_DIR))
+    try:
+        from secagg_app.server_app import FLOWER_SECAGG_PLUS, Settings  # noqa: PLC0415
+    finally:
+        sys.path.remove(str(APP_DIR))
+    nodes = 4
+    settings = Settings(rounds=2, min_nodes=nodes, timeout=60.0, aggregation=FLOWER_SECAGG_PLUS)
+    record, local_train = _simulate(settings, nodes)
+    assert len(record.models) == 3 and len(record.round_seconds) == 2
+    for model, following in zip(record.models[:-1], record.models[1:], strict=True):
+        replies = [local_train(model, p, 0) for p in range(nodes)]
+        # Flower's SecAgg+ weighs by num_examples (all below its max_weight of 1000).
+        weights = np.array([examples for _, examples in replies], dtype=float)
+        flats = np.stack([np.concatenate([a.ravel() for a in m]) for m, _ in replies])
+        expected = weights @ flats / weights.sum()
+        got = np.concatenate([a.ravel() for a in following])
+        # Its quantisation: 2^22 levels over [−8, 8], the weights folded in before it.
+        np.testing.assert_allclose(got, expected, atol=1e-3)
     assert record.losses[-1] < record.losses[0]

@@ -21,12 +21,14 @@ from flwr.serverapp.strategy import FedAvg
 
 from protocols.integrations.flower import SecureStrategy
 from secagg import TrustStore
-from secagg.integrations.flower import GridSumResult, SumEncoding, run_secure_sum
+from secagg.integrations.flower import GridSession, GridSumResult, SumEncoding
 
 from .identities import server_trust_store
 from .task import initial_model, loss
 
 logger = logging.getLogger(__name__)
+
+FLOWER_SECAGG_PLUS = "flower-secagg+"  # Flower's own SecAgg+ workflow (the benchmark's anchor)
 
 
 @dataclass
@@ -44,9 +46,14 @@ class Settings:
     seed: int | None = None
     data_seed: int = 0
     results_file: str = ""
-    aggregation: str = "mean"  # or "geometric_median", "superquantile" (SecureStrategy)
+    aggregation: str = (
+        "mean"  # "geometric_median", "superquantile" (SecureStrategy), "flower-secagg+"
+    )
     threat_model: str = "malicious"  # or "semi-honest"
     keys_dir: str = ""  # `secagg-dp keys` output; "" : nodes' own config, else demo identities
+    model_size: int = 0  # > 11: a payload block makes the model this long (benchmarks)
+    session_rounds: int = 0  # training rounds per key setup ("mean"); 0: all, 1: every round
+    poll_interval: float = 0.1  # seconds between asks for replies; 0: Grid.send_and_receive
 
 
 @dataclass
@@ -80,6 +87,9 @@ def settings_from(run_config: dict[str, Any]) -> Settings:
         aggregation=str(run_config.get("aggregation", "mean")),
         threat_model=str(run_config.get("threat-model", "malicious")),
         keys_dir=str(run_config.get("keys-dir", "")),
+        model_size=int(run_config.get("model-size", 0)),
+        session_rounds=int(run_config.get("session-rounds", 0)),
+        poll_interval=float(run_config.get("poll-interval", 0.1)),
     )
 
 
@@ -141,6 +151,7 @@ def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord
         seed=settings.seed,
         threat_model=settings.threat_model,
         trust_store=trust_store_for(settings, record),
+        poll_interval=settings.poll_interval or None,
     )
 
     def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord:
@@ -150,47 +161,72 @@ def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord
         print(f"round {server_round}: loss {value:.4f}", flush=True)
         return MetricRecord({"loss": value})
 
-    initial = ArrayRecord([np.asarray(a) for a in initial_model()])
+    initial = ArrayRecord([np.asarray(a) for a in initial_model(settings.model_size)])
     strategy.start(grid, initial, num_rounds=settings.rounds, evaluate_fn=evaluate)
     return record
 
 
-def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
-    """The training loop (used by the ServerApp and by tests)."""
+def run_rounds(
+    grid: Grid, settings: Settings, record: RunRecord, context: Context | None = None
+) -> RunRecord:
+    """The training loop (used by the ServerApp and by tests).
+
+    ``"mean"``: one :class:`GridSession` (one key setup) per ``session_rounds`` training rounds;
+    each further round is a masked input, (the consistency check,) unmask — a node that drops
+    in one round stays out for the rest of its session. ``"flower-secagg+"``: Flower's own
+    SecAgg+ workflow on the same task (:func:`run_flower_secaggplus`).
+    """
+    if settings.aggregation == FLOWER_SECAGG_PLUS:
+        if context is None:
+            raise ValueError("Flower's SecAgg+ workflow needs the ServerApp's context")
+        return run_flower_secaggplus(grid, settings, record, context)
     if settings.aggregation != "mean":
         return run_strategy(grid, settings, record)
     nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
     record.partitions = ask_partitions(grid, nodes, settings.timeout)
     report(settings, {"event": "nodes", "partitions": sorted(record.partitions.values())})
     trust_store = trust_store_for(settings, record)
-    model = initial_model()
+    model = initial_model(settings.model_size)
     encoding = SumEncoding(
         clip=settings.clip, weight_key="num-examples", weight_cap=settings.weight_cap
     )
+    per_session = settings.session_rounds or settings.rounds
+    current = {"round": 0}
+    session: GridSession | None = None
     for server_round in range(1, settings.rounds + 1):
         start = time.perf_counter()
+        current["round"] = server_round
+        if session is None or session.remaining == 0:
+            session = GridSession(
+                grid,
+                sums=min(per_session, settings.rounds - server_round + 1, 255),
+                dimension=encoding.dimension(sum(a.size for a in model)),
+                node_ids=nodes,
+                threshold=settings.threshold,
+                neighbors=settings.neighbors,
+                timeout=settings.timeout,
+                seed=None if settings.seed is None else settings.seed + server_round,
+                on_phase=lambda phase, count: report(
+                    settings,
+                    {
+                        "event": "phase",
+                        "round": current["round"],
+                        "phase": phase,
+                        "messages": count,
+                    },
+                ),
+                threat_model=settings.threat_model,
+                trust_store=trust_store,
+                group_id=str(server_round),
+                poll_interval=settings.poll_interval or None,
+            )
         content = RecordDict(
             {
                 "arrays": ArrayRecord([np.asarray(a) for a in model]),
                 "config": ConfigRecord({"server-round": server_round}),
             }
         )
-        result = run_secure_sum(
-            grid,
-            content,
-            encoding=encoding,
-            node_ids=nodes,
-            threshold=settings.threshold,
-            neighbors=settings.neighbors,
-            timeout=settings.timeout,
-            group_id=str(server_round),
-            seed=None if settings.seed is None else settings.seed + server_round,
-            on_phase=lambda phase, count, r=server_round: report(
-                settings, {"event": "phase", "round": r, "phase": phase, "messages": count}
-            ),
-            threat_model=settings.threat_model,
-            trust_store=trust_store,
-        )
+        result = session.sum(content, encoding=encoding, group_id=str(server_round))
         record.models.append(model)
         record.results.append(result)
         flat = result.average
@@ -198,41 +234,128 @@ def run_rounds(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord:
         model = [
             part.reshape(a.shape) for part, a in zip(np.split(flat, sizes), model, strict=True)
         ]
-        record.round_seconds.append(time.perf_counter() - start)
-        part = record.partitions
-        report(
-            settings,
+        finish_round(
+            settings, record, server_round=server_round, start=start, model=model, result=result
+        )
+    record.models.append(model)
+    return record
+
+
+def finish_round(
+    settings: Settings,
+    record: RunRecord,
+    *,
+    server_round: int,
+    start: float,
+    model: list[np.ndarray],
+    result: GridSumResult | None,
+) -> None:
+    """Book a finished round: its time and loss, one JSON line, one log line."""
+    record.round_seconds.append(time.perf_counter() - start)
+    part = record.partitions
+    event: dict[str, Any] = {
+        "event": "round",
+        "round": server_round,
+        "seconds": record.round_seconds[-1],
+        "model_size": int(sum(a.size for a in model)),
+    }
+    if result is not None:
+        event.update(
             {
-                "event": "round",
-                "round": server_round,
-                "model": [a.tolist() for a in record.models[-1]],
-                "average": flat.tolist(),
+                "model": [a.tolist() for a in record.models[-1]] if len(model) == 2 else None,
+                "average": result.average.tolist() if len(model) == 2 else None,
                 "weight_total": result.weight_total,
                 "scale": result.encoding.scale,
                 "survivors": sorted(part.get(n, -1) for n in result.survivors),
                 "dropped": {str(part.get(n, -1)): ph for n, ph in result.dropped.items()},
-                "seconds": record.round_seconds[-1],
                 "phase_seconds": result.seconds,
-            },
+            }
         )
-        record.losses.append(
-            loss(model, range(max(record.partitions.values(), default=0) + 1), settings.data_seed)
-        )
-        logger.info(
-            "round %d: %d survivors, dropped %s, loss %.4f, %.2f s",
-            server_round,
-            len(result.survivors),
-            result.dropped,
-            record.losses[-1],
-            record.round_seconds[-1],
-        )
-        print(
-            f"round {server_round}: {len(result.survivors)} of {len(nodes)} nodes summed, "
-            f"dropped {result.dropped}, loss {record.losses[-1]:.4f}, "
-            f"{record.round_seconds[-1]:.2f} s",
-            flush=True,
-        )
+    report(settings, event)
+    record.losses.append(loss(model, range(max(part.values(), default=0) + 1), settings.data_seed))
+    survivors = "" if result is None else f"{len(result.survivors)} nodes summed, "
+    logger.info(
+        "round %d: %sloss %.4f, %.2f s",
+        server_round,
+        survivors,
+        record.losses[-1],
+        record.round_seconds[-1],
+    )
+    print(
+        f"round {server_round}: {survivors}"
+        + ("" if result is None else f"dropped {result.dropped}, ")
+        + f"loss {record.losses[-1]:.4f}, {record.round_seconds[-1]:.2f} s",
+        flush=True,
+    )
+
+
+def run_flower_secaggplus(
+    grid: Grid, settings: Settings, record: RunRecord, context: Context
+) -> RunRecord:
+    """The same task through Flower 1.42's own SecAgg+ (``SecAggPlusWorkflow``, semi-honest
+    server), as the anchor our rounds are timed against.
+
+    Flower's SecAgg+ runs only in its legacy workflow: a legacy ``FedAvg`` on a
+    ``LegacyContext``, ``DefaultWorkflow(fit_workflow=SecAggPlusWorkflow(...))``; the clients
+    answer through ``secaggplus_mod`` (see ``client_app``). Complete graph unless ``neighbors``
+    is set; the same majority threshold and clipping range as ours; no evaluation round.
+    """
+    from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays  # noqa: PLC0415
+    from flwr.server import LegacyContext, ServerConfig  # noqa: PLC0415
+    from flwr.server.strategy import FedAvg as LegacyFedAvg  # noqa: PLC0415
+    from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow  # noqa: PLC0415
+
+    nodes = wait_for_nodes(grid, settings.min_nodes, settings.wait_for_nodes)
+    record.partitions = ask_partitions(grid, nodes, settings.timeout)
+    report(settings, {"event": "nodes", "partitions": sorted(record.partitions.values())})
+    model = initial_model(settings.model_size)
     record.models.append(model)
+    clock = {"start": 0.0}
+
+    class TimedFedAvg(LegacyFedAvg):  # type: ignore[misc]
+        """FedAvg that books each round from its first fit message to its aggregate."""
+
+        def configure_fit(self, server_round: int, *args: Any, **kwargs: Any) -> Any:
+            clock["start"] = time.perf_counter()
+            return super().configure_fit(server_round, *args, **kwargs)
+
+        def aggregate_fit(self, server_round: int, *args: Any, **kwargs: Any) -> Any:
+            parameters, metrics = super().aggregate_fit(server_round, *args, **kwargs)
+            if parameters is not None:
+                arrays = [
+                    np.asarray(a, dtype=np.float64) for a in parameters_to_ndarrays(parameters)
+                ]
+                record.models.append(arrays)
+                finish_round(
+                    settings,
+                    record,
+                    server_round=server_round,
+                    start=clock["start"],
+                    model=arrays,
+                    result=None,
+                )
+            return parameters, metrics
+
+    n = len(nodes)
+    strategy = TimedFedAvg(
+        fraction_fit=1.0,
+        fraction_evaluate=0.0,
+        min_fit_clients=n,
+        min_available_clients=n,
+        initial_parameters=ndarrays_to_parameters([np.asarray(a) for a in model]),
+    )
+    workflow = DefaultWorkflow(
+        fit_workflow=SecAggPlusWorkflow(
+            num_shares=settings.neighbors + 1 if settings.neighbors else n,
+            reconstruction_threshold=settings.threshold or n // 2 + 1,
+            clipping_range=settings.clip,
+            timeout=settings.timeout,
+        )
+    )
+    legacy = LegacyContext(
+        context=context, config=ServerConfig(num_rounds=settings.rounds), strategy=strategy
+    )
+    workflow(grid, legacy)
     return record
 
 
@@ -245,7 +368,7 @@ def make_server_app(settings: Settings | None = None, record: RunRecord | None =
     def main(grid: Grid, context: Context) -> None:
         chosen = settings or settings_from(dict(context.run_config))
         try:
-            run_rounds(grid, chosen, sink)
+            run_rounds(grid, chosen, sink, context)
         except Exception as exc:
             report(chosen, {"event": "error", "message": f"{type(exc).__name__}: {exc}"})
             raise

@@ -1,7 +1,9 @@
 """The app's learning task: linear regression on synthetic data, one partition per node.
 
 Plain numpy and fully deterministic given (seed, partition, global model), so a test can
-recompute every client's reply outside Flower.
+recompute every client's reply outside Flower. ``model_size`` > 11 appends a payload block
+(``model_size − 11`` values that each node's training pulls halfway towards its own target in
+[−1, 1]) so benchmarks can move a model of the size they need through the same app.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ LEARNING_RATE = 0.05
 LOCAL_STEPS = 5
 
 
-def initial_model() -> list[NDArray[np.float64]]:
-    """Weights (FEATURES,) and bias (1,), all zero."""
-    return [np.zeros(FEATURES), np.zeros(1)]
+def initial_model(model_size: int = 0) -> list[NDArray[np.float64]]:
+    """Weights (FEATURES,) and bias (1,), all zero; a zero payload block of the remaining
+    ``model_size − FEATURES − 1`` values if ``model_size`` is larger."""
+    model = [np.zeros(FEATURES), np.zeros(1)]
+    if model_size > FEATURES + 1:
+        model.append(np.zeros(model_size - FEATURES - 1))
+    return model
 
 
 def partition_data(partition: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -39,7 +45,11 @@ def local_train(
         residual = x @ weights + bias[0] - y
         weights -= LEARNING_RATE * (x.T @ residual) / len(y)
         bias -= LEARNING_RATE * residual.mean()
-    return [weights, bias], len(y)
+    payload = [
+        0.5 * (block + np.random.default_rng([seed, partition, 1]).uniform(-1, 1, block.size))
+        for block in model[2:]
+    ]
+    return [weights, bias, *payload], len(y)
 
 
 def loss(model: list[NDArray[np.float64]], partitions: range, seed: int) -> float:
