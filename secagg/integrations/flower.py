@@ -595,6 +595,9 @@ class GridSumResult:
         Descriptions of invalid replies, blaming their nodes.
     iteration
         Which sum of its :class:`GridSession` this is (1 for :func:`run_secure_sum`).
+    excluded
+        Node ids of the session that were not asked for this sum: they dropped in an earlier
+        sum of the :class:`GridSession` and stay out (never in ``dropped`` again), ascending.
     """
 
     total: NDArray[np.float64]
@@ -610,6 +613,7 @@ class GridSumResult:
     download_bytes: dict[str, int] = field(default_factory=dict)
     faults: tuple[str, ...] = ()
     iteration: int = 1
+    excluded: tuple[int, ...] = ()
 
     @property
     def average(self) -> NDArray[np.float64]:
@@ -1095,6 +1099,7 @@ class GridSession:
             download_bytes=driver.download,
             faults=tuple(faults),
             iteration=result.iteration,
+            excluded=tuple(sorted(set(self.nodes) - set(members))),
         )
 
 

@@ -87,6 +87,7 @@ def test_round_two_is_a_further_sum_of_the_session(deployed_run: Any) -> None:
     second = [e for e in events if e["event"] == "round"][1]
     assert second["survivors"] == [p for p in range(NODES) if p != KILLED]
     assert second["dropped"] == {}  # out of the session since round 1, not a new dropout
+    assert second["excluded"] == [KILLED]
 
 
 def test_every_process_is_stopped(deployed_run: Any) -> None:

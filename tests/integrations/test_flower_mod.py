@@ -397,6 +397,7 @@ def test_a_grid_session_sums_again_without_a_new_setup(
     # 44 dropped after masking in sum 1 (recovered there), and is out of sum 2.
     assert 44 in one.survivors and 44 not in session.members and two.iteration == 2
     assert two.survivors == (11, 22, 33, 55, 66)
+    assert one.excluded == () and two.excluded == (44,) and 44 not in two.dropped
     np.testing.assert_allclose(two.total, sum(second[n] for n in two.survivors), atol=step)
     # The further sum ran no key phase: masked input, (consistency check,) unmask only.
     later = {str(m.content.config_records[RECORD_KEY]["stage"]) for m in grid.sent[setup_messages:]}

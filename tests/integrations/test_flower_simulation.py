@@ -170,6 +170,7 @@ def test_session_rounds_share_one_key_setup_and_keep_a_dropout_out() -> None:
     node_of = {p: node for node, p in record.partitions.items()}
     assert [r.iteration for r in record.results] == [1, 2, 3]  # one setup, three sums
     assert record.results[0].dropped == {node_of[4]: "masked_input"}
+    assert [r.excluded for r in record.results] == [(), (node_of[4],), (node_of[4],)]
     kept = [p for p in range(nodes) if p != 4]
     for model, result in zip(record.models[:-1], record.results, strict=True):
         assert sorted(record.partitions[n] for n in result.survivors) == kept

@@ -268,6 +268,7 @@ def finish_round(
                 "scale": result.encoding.scale,
                 "survivors": sorted(part.get(n, -1) for n in result.survivors),
                 "dropped": {str(part.get(n, -1)): ph for n, ph in result.dropped.items()},
+                "excluded": sorted(part.get(n, -1) for n in result.excluded),
                 "phase_seconds": result.seconds,
             }
         )
@@ -284,6 +285,11 @@ def finish_round(
     print(
         f"round {server_round}: {survivors}"
         + ("" if result is None else f"dropped {result.dropped}, ")
+        + (
+            f"out since an earlier round {list(result.excluded)}, "
+            if result and result.excluded
+            else ""
+        )
         + f"loss {record.losses[-1]:.4f}, {record.round_seconds[-1]:.2f} s",
         flush=True,
     )
