@@ -1,7 +1,8 @@
-"""The round bookkeeping shared by the Fed+ and FFGB trainers (private).
+"""The round bookkeeping shared by the trainers (private).
 
 Sampling without replacement, dropouts, the :class:`RoundRecord` of a round that releases no
-quantile, and the run loop with an evaluation curve.
+quantile, the run loop with an evaluation curve (every trainer's), and the run totals every
+result carries.
 """
 
 from __future__ import annotations
@@ -10,15 +11,23 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from protocols.training.data import FederatedDataset
 from protocols.training.seeds import stream
 from protocols.training.trainer_results import RoundRecord
 
-__all__ = ["dropout_indices", "finish_round", "override", "run_rounds", "sample_clients"]
+__all__ = [
+    "dropout_indices",
+    "finish_round",
+    "override",
+    "run_rounds",
+    "run_totals",
+    "sample_clients",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +104,30 @@ def run_rounds(
         if progress is not None:
             progress(done, rounds)
     return history, curve
+
+
+def run_totals(
+    history: Sequence[RoundRecord],
+    *,
+    dataset: FederatedDataset,
+    start: float,
+    privacy: tuple[float | None, float | None, dict[str, object] | None],
+) -> dict[str, Any]:
+    """The fields every trainer's result has: the dataset, the history and its totals, the
+    wall time since ``start``, and the privacy report ``(ρ, ε, details)`` (all None: no DP)."""
+    rho, epsilon, details = privacy
+    return {
+        "dataset": dataset.name,
+        "dataset_seed": dataset.seed,
+        "history": tuple(history),
+        "num_secure_averages": sum(r.secure_averages for r in history),
+        "rounds_skipped": sum(r.skipped for r in history),
+        "rejected_updates": sum(r.rejected for r in history),
+        "wall_time": time.perf_counter() - start,
+        "rho_spent": rho,
+        "epsilon_spent": epsilon,
+        "privacy": details,
+    }
 
 
 def override(config: _Config, *, seed: int | None, secure: bool | None) -> _Config:

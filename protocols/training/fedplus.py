@@ -46,6 +46,7 @@ from protocols.training._round_loop import (
     finish_round,
     override,
     run_rounds,
+    run_totals,
     sample_clients,
 )
 from protocols.training.data import ClientData, FederatedDataset
@@ -767,14 +768,8 @@ class FedPlusTrainer:
             )
             ids, personal, shared = self.personal_errors()
         curve.append((config.rounds, float(personal.mean())))
-        rho, epsilon, privacy = (
-            (None, None, None) if self.privacy is None else self.privacy.report()
-        )
         return FedPlusResult(
             config=config,
-            dataset=self.dataset.name,
-            dataset_seed=self.dataset.seed,
-            history=tuple(history),
             global_parameters=self.global_parameters.copy(),
             client_ids=ids,
             client_errors=personal,
@@ -782,17 +777,16 @@ class FedPlusTrainer:
             global_client_errors=shared,
             global_errors=ErrorSummary.from_errors(shared),
             curve=tuple(curve),
-            num_secure_averages=sum(r.secure_averages for r in history),
             num_secure_sums=sum(r.secure_sums for r in history),
             upload_bytes=self.upload_bytes,
             payload_bytes=self.payload_bytes,
-            rounds_skipped=sum(r.skipped for r in history),
-            rejected_updates=sum(r.rejected for r in history),
-            wall_time=time.perf_counter() - start,
             seeds={"seed": config.seed, "dataset_seed": self.dataset.seed},
-            rho_spent=rho,
-            epsilon_spent=epsilon,
-            privacy=privacy,
+            **run_totals(
+                history,
+                dataset=self.dataset,
+                start=start,
+                privacy=(None, None, None) if self.privacy is None else self.privacy.report(),
+            ),
         )
 
 

@@ -48,6 +48,7 @@ from protocols.training._round_loop import (
     finish_round,
     override,
     run_rounds,
+    run_totals,
     sample_clients,
 )
 from protocols.training.data import ClientData, FederatedDataset
@@ -795,31 +796,24 @@ class FFGBTrainer:
             )
             errors = self.client_errors()
         curve.append((config.rounds, float(errors.mean()), self.payload_bytes))
-        rho, epsilon, privacy = (
-            (None, None, None) if self.privacy is None else self.privacy.report()
-        )
         return FFGBResult(
             config=config,
-            dataset=self.dataset.name,
-            dataset_seed=self.dataset.seed,
             evaluation=self.evaluation,
-            history=tuple(history),
             model=self.model,
             client_ids=tuple(c.client_id for c in self.evaluation_clients),
             client_errors=errors,
             errors=ErrorSummary.from_errors(errors),
             curve=tuple(curve),
-            num_secure_averages=sum(r.secure_averages for r in history),
             upload_bytes=self.upload_bytes,
             payload_bytes=self.payload_bytes,
             secure_aggregation_compatible=self.learner.shared_basis,
-            rounds_skipped=sum(r.skipped for r in history),
-            rejected_updates=sum(r.rejected for r in history),
-            wall_time=time.perf_counter() - start,
             seeds={"seed": config.seed, "dataset_seed": self.dataset.seed},
-            rho_spent=rho,
-            epsilon_spent=epsilon,
-            privacy=privacy,
+            **run_totals(
+                history,
+                dataset=self.dataset,
+                start=start,
+                privacy=(None, None, None) if self.privacy is None else self.privacy.report(),
+            ),
         )
 
 

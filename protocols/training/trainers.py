@@ -50,6 +50,7 @@ from protocols.aggregation.superquantile import (
     QuantileTracker,
     superquantile_aggregate,
 )
+from protocols.training._round_loop import run_rounds, run_totals
 from protocols.training.corruption import (
     CorruptionPlan,
     corrupt_dataset,
@@ -749,44 +750,37 @@ class FederatedTrainer:
         start = time.perf_counter()
         with blas_thread_limit(config.blas_threads):
             initial_loss = self.train_loss()
-            history = []
-            for index in range(config.rounds):
-                history.append(self.run_round(index))
-                if progress is not None:
-                    progress(index + 1, config.rounds)
+            history, _ = run_rounds(
+                self.run_round,
+                lambda done: done,
+                rounds=config.rounds,
+                eval_every=0,
+                progress=progress,
+            )
             final_loss = self.train_loss()
             errors = self.client_errors()
-        rho, epsilon, privacy = privacy_report(self.privacy, self.budget, self.ledger)
-        if privacy is not None and self.clip_tracker is not None:
+        privacy = privacy_report(self.privacy, self.budget, self.ledger)
+        if privacy[2] is not None and self.clip_tracker is not None:
             # The clip in force in each round, then the one a next round would use.
-            privacy["adaptive_clip"] = [*self.clip_history, self.clip_tracker.threshold]
+            privacy[2]["adaptive_clip"] = [*self.clip_history, self.clip_tracker.threshold]
         return TrainingResult(
             config=config,
-            dataset=self.dataset.name,
-            dataset_seed=self.dataset.seed,
             evaluation=self.evaluation,
-            history=tuple(history),
             parameters=self.model.get_parameters(),
             client_ids=tuple(c.client_id for c in self.evaluation_clients),
             client_errors=errors,
             errors=ErrorSummary.from_errors(errors),
             initial_train_loss=initial_loss,
             final_train_loss=final_loss,
-            rho_spent=rho,
-            epsilon_spent=epsilon,
             delta=config.delta,
-            num_secure_averages=sum(r.secure_averages for r in history),
             num_secure_sums=sum(r.secure_sums for r in history),
-            rounds_skipped=sum(r.skipped for r in history),
-            rejected_updates=sum(r.rejected for r in history),
             corrupted_clients=tuple(sorted(self.plan.client_ids)) if self.plan else (),
-            wall_time=time.perf_counter() - start,
             seeds={
                 "seed": config.seed,
                 "dataset_seed": self.dataset.seed,
                 "corruption_seed": self.corruption_seed,
             },
-            privacy=privacy,
+            **run_totals(history, dataset=self.dataset, start=start, privacy=privacy),
         )
 
 
