@@ -676,8 +676,9 @@ def exchange_messages(
 
 
 class _GridTransport:
-    """A Flower Grid as a :class:`secagg.Transport`: one ``send_and_receive`` per phase, our
-    payload in a ConfigRecord; the train ``content`` rides with the masked-input request."""
+    """A Flower Grid as a :class:`secagg.Transport`: one message round per phase
+    (:func:`exchange_messages`), our payload in a ConfigRecord; the train ``content`` rides with
+    the masked-input request."""
 
     def __init__(
         self,
