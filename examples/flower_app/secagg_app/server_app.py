@@ -20,7 +20,7 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
 from protocols.integrations.flower import SecureStrategy
-from secagg import TrustStore
+from secagg import TooFewSurvivorsError, TrustStore
 from secagg.integrations.flower import GridSession, GridSumResult, SumEncoding
 
 from .identities import server_trust_store
@@ -173,7 +173,9 @@ def run_rounds(
 
     ``"mean"``: one :class:`GridSession` (one key setup) per ``session_rounds`` training rounds;
     each further round is a masked input, (the consistency check,) unmask — a node that drops
-    in one round stays out for the rest of its session. ``"flower-secagg+"``: Flower's own
+    in one round stays out for the rest of its session; when too few members are left for a
+    round, it is retried once over a new key setup with every node still connected (nothing of
+    the failed sum was unmasked). ``"flower-secagg+"``: Flower's own
     SecAgg+ workflow on the same task (:func:`run_flower_secaggplus`).
     """
     if settings.aggregation == FLOWER_SECAGG_PLUS:
@@ -192,41 +194,55 @@ def run_rounds(
     )
     per_session = settings.session_rounds or settings.rounds
     current = {"round": 0}
+
+    def open_session(server_round: int, members: list[int]) -> GridSession:
+        return GridSession(
+            grid,
+            sums=min(per_session, settings.rounds - server_round + 1, 255),
+            dimension=encoding.dimension(sum(a.size for a in model)),
+            node_ids=members,
+            threshold=settings.threshold,
+            neighbors=settings.neighbors,
+            timeout=settings.timeout,
+            seed=None if settings.seed is None else settings.seed + server_round,
+            on_phase=lambda phase, count: report(
+                settings,
+                {"event": "phase", "round": current["round"], "phase": phase, "messages": count},
+            ),
+            threat_model=settings.threat_model,
+            trust_store=trust_store,
+            group_id=str(server_round),
+            poll_interval=settings.poll_interval or None,
+        )
+
     session: GridSession | None = None
     for server_round in range(1, settings.rounds + 1):
         start = time.perf_counter()
         current["round"] = server_round
+        fresh = session is None or session.remaining == 0
         if session is None or session.remaining == 0:
-            session = GridSession(
-                grid,
-                sums=min(per_session, settings.rounds - server_round + 1, 255),
-                dimension=encoding.dimension(sum(a.size for a in model)),
-                node_ids=nodes,
-                threshold=settings.threshold,
-                neighbors=settings.neighbors,
-                timeout=settings.timeout,
-                seed=None if settings.seed is None else settings.seed + server_round,
-                on_phase=lambda phase, count: report(
-                    settings,
-                    {
-                        "event": "phase",
-                        "round": current["round"],
-                        "phase": phase,
-                        "messages": count,
-                    },
-                ),
-                threat_model=settings.threat_model,
-                trust_store=trust_store,
-                group_id=str(server_round),
-                poll_interval=settings.poll_interval or None,
-            )
+            session = open_session(server_round, nodes)
         content = RecordDict(
             {
                 "arrays": ArrayRecord([np.asarray(a) for a in model]),
                 "config": ConfigRecord({"server-round": server_round}),
             }
         )
-        result = session.sum(content, encoding=encoding, group_id=str(server_round))
+        try:
+            result = session.sum(content, encoding=encoding, group_id=str(server_round))
+        except TooFewSurvivorsError as error:
+            if fresh:
+                raise
+            # Too many of the session's members are gone: nothing was unmasked; set keys up
+            # afresh with every node connected now (dropped nodes may be back) and retry once.
+            connected = set(grid.get_node_ids())
+            live = [node for node in nodes if node in connected]
+            report(settings, {"event": "new-session", "round": server_round, "reason": str(error)})
+            logger.warning(
+                "round %d: %s; a new key setup with %d nodes", server_round, error, len(live)
+            )
+            session = open_session(server_round, live)
+            result = session.sum(content, encoding=encoding, group_id=f"{server_round}.retry")
         record.models.append(model)
         record.results.append(result)
         flat = result.average
