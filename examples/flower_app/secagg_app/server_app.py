@@ -290,7 +290,7 @@ def finish_round(
         )
     report(settings, event)
     record.losses.append(loss(model, range(max(part.values(), default=0) + 1), settings.data_seed))
-    survivors = "" if result is None else f"{len(result.survivors)} nodes summed, "
+    survivors = "" if result is None else f"{len(result.survivors)} of {len(part)} nodes summed, "
     logger.info(
         "round %d: %sloss %.4f, %.2f s",
         server_round,
