@@ -443,9 +443,11 @@ class _FlowerSecureSum:
         # Quantisation alone explains an error of a few Q⁻¹·clip (clipping range 8, Q = 2^13).
         return OverflowProbe(False, error, 0.05, note + f"; Flower warnings: {round_.warnings}")
 
-    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.int64] | None:
+    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.uint64] | None:
         # Three clients (complete graph: two pairwise masks and the self mask per vector), zero
         # updates and equal weights, so every entry before masking is the same constant.
+        if bits > 62:  # Flower's config records carry the modulus as a signed 64-bit integer
+            return None
         f, consts = self.f, self.f.consts
         round_ = FlowerRound(
             f,
@@ -455,7 +457,8 @@ class _FlowerSecureSum:
             seed=seed,
             constant=True,
             modulus_range=1 << bits,
-            quantization_range=1 << (bits - 1),
+            # Flower quantises into int32: a wider range overflows its cast.
+            quantization_range=1 << min(bits - 1, 30),
         )
         halted = round_.run(("setup", "share_keys", "collect_masked_vectors"))
         if halted is not None:
@@ -464,7 +467,7 @@ class _FlowerSecureSum:
         for reply in round_.grid.replies.get(consts.Stage.COLLECT_MASKED_VECTORS, []):
             record = reply.content.config_records[consts.RECORD_KEY_CONFIGS]
             arrays = [f.common.bytes_to_ndarray(b) for b in record[consts.Key.MASKED_PARAMETERS]]
-            rows.append(np.concatenate([np.asarray(a, dtype=np.int64).ravel() for a in arrays]))
+            rows.append(np.concatenate([np.asarray(a, dtype=np.uint64).ravel() for a in arrays]))
         return np.vstack(rows)
 
 
@@ -539,8 +542,13 @@ class _FlowerMasks:
     def __init__(self, f: SimpleNamespace) -> None:
         self.f = f
 
-    def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
-        # Flower's PRG takes no session: masks depend on the seed only.
+    def expand(
+        self, seed: bytes, bits: int, dimension: int, session: bytes
+    ) -> NDArray[np.uint64] | None:
+        # Flower's PRG takes no session: masks depend on the seed only. It draws with numpy's
+        # int64 `integers(high=M)`, so it cannot produce rings wider than 62 bits.
+        if bits > 62:
+            return None
         values = self.f.utils.pseudo_rand_gen(seed, 1 << bits, [(dimension,)])[0]
         return np.asarray(values, dtype=np.uint64)
 

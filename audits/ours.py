@@ -188,7 +188,7 @@ class _SecureAverageDropout:
     name = "secure average"
     num_clients = 10
 
-    def noise(self, dropped: int, seed: int) -> tuple[NDArray[np.float64], float]:
+    def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
         n, d = self.num_clients, 64
         result = secure_average.secure_weighted_average(
             np.zeros((n, d)),
@@ -201,7 +201,7 @@ class _SecureAverageDropout:
             seed=seed,
             secure=False,
             quantize=True,
-            dropouts={"masked_input": list(range(dropped))} if dropped else None,
+            dropouts={"masked_input": [int(u) for u in dropped]} if len(dropped) else None,
             # The noise is the question, not the threat model: allow more dropouts than the
             # malicious mode's consistency quorum would.
             threat_model="semi-honest",
@@ -218,10 +218,10 @@ class _QuantileDropout:
     name = "DP quantile"
     num_clients = 10
 
-    def noise(self, dropped: int, seed: int) -> tuple[NDArray[np.float64], float]:
+    def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
         n = self.num_clients
         values = np.linspace(0.05, 0.95, n)
-        gone = list(range(dropped))
+        gone = sorted(int(u) for u in dropped)
         result = dpquantile.quantile.dp_quantile(
             values,
             0.5,
@@ -234,7 +234,7 @@ class _QuantileDropout:
             dropouts={"masked_input": gone} if dropped else None,
         )
         tree = dpquantile.HistogramTree(16, 0.0, 1.0)
-        exact = tree.counts(values[dropped:]) * result.scale
+        exact = tree.counts(np.delete(values, gone)) * result.scale
         event = result.event
         noise = np.asarray(result.released, dtype=np.float64) - exact
         return noise, float(event.num_clients) * dpquantile.discrete_gaussian_variance(event.sigma)
@@ -456,18 +456,18 @@ class _OurSecureSum:
         error = float(np.max(np.abs(small.released - reference.released)))
         return OverflowProbe(False, error, 0.0, note)
 
-    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.int64] | None:
+    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.uint64] | None:
         # Five clients on a SecAgg+ graph of degree 2: each masked input carries 2 pairwise masks.
         sans_io = self._sans_io
         clients, server, _, pool = sans_io.setup(
             n=5, degree=2, threshold=2, bits=bits, dimension=dimension, seed=seed, constant=1
         )
-        rows: list[NDArray[np.int64]] = []
+        rows: list[NDArray[np.uint64]] = []
         for _ in range(12):
             outgoing: list[Any] = []
             for message in pool:
                 if isinstance(message, secagg.MaskedInput):
-                    rows.append(np.asarray(message.vector, dtype=np.int64))
+                    rows.append(np.asarray(message.vector, dtype=np.uint64))
                 elif sans_io.to_server(message):
                     outgoing.extend(sans_io.server_receive(server, message))
                 else:

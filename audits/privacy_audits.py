@@ -483,8 +483,9 @@ def audit_dropout_noise(
     """Audit 6: the noise variance with dropouts is at least what the claim charged for.
 
     For each aggregate and dropped fraction, R seeded releases of all-known inputs give the noise
-    per coordinate; under the claim the variance of release r is ≥ V_r (the per-coordinate
-    variance it charged, n_event·Var[N_ℤ(0, σ²)]). One-sided test: each release is normalised by
+    per coordinate (each release drops its own random set of clients); under the claim the
+    variance of release r is ≥ V_r (the per-coordinate variance it charged,
+    n_event·Var[N_ℤ(0, σ²)]). One-sided test: each release is normalised by
     its own charge, S = Σ_r Σ x²/V_r ~ χ²_N if every variance equals its V_r (normal
     approximation to the sum of many discrete Gaussians); FAIL when P[χ²_N ≤ S] < α/m
     (Bonferroni, family-wise α = 1e-6).
@@ -518,10 +519,15 @@ def audit_dropout_noise(
                 statistic = 0.0
                 coordinates = 0
                 charged: list[float] = []
+                # A fresh random set of `dropped` clients per release (a fixed set would let a
+                # bug that depends on which clients leave, e.g. the first ones, go unseen).
+                chooser = np.random.default_rng([seed, a_index, dropped, 6])
                 for r in range(rounds):
-                    noise, variance = aggregate.noise(
-                        dropped, seed * 1_000_003 + 1000 * a_index + r
+                    gone = sorted(
+                        int(u)
+                        for u in chooser.choice(aggregate.num_clients, dropped, replace=False)
                     )
+                    noise, variance = aggregate.noise(gone, seed * 1_000_003 + 1000 * a_index + r)
                     values = np.asarray(noise, dtype=np.float64).ravel()
                     statistic += float(np.sum(values**2)) / float(variance)
                     coordinates += values.size

@@ -488,37 +488,86 @@ def _shamir_threshold(sharing: SecretSharingUnderTest, seed: int, trials: int) -
     return sorted(set(findings))
 
 
+# Ring widths of every storage class: ≤ 32 bits (uint32 words), 33–63 and 64 (uint64 words).
+_MASK_BITS = (1, 2, 3, 4, 5, 31, 32, 33, 48, 63, 64)
+_MASKED_INPUT_BITS = (2, 3, 4, 33, 64)
+_SLICE = 4  # bits per slice of a wide ring: χ² over 16 cells
+
+
+def _slices(bits: int) -> dict[str, int]:
+    """Where to read a 4-bit slice of a Z_{2^bits} value (its shift), or the whole value."""
+    if bits <= 5:
+        return {"all": 0}
+    places = {"low": 0, "middle": bits // 2 - _SLICE // 2, "high": bits - _SLICE}
+    straddle = min(32 - _SLICE // 2, bits - _SLICE)  # across bit 32, inside the ring
+    if bits > 32 and straddle not in places.values():  # a 32-bit draw would leave zeros here
+        places["bit 32"] = straddle
+    return places
+
+
+def _uniformity(values: NDArray[np.uint64], bits: int) -> dict[str, float] | None:
+    """χ² p-value per slice of entries that should be uniform on Z_{2^bits} (None: out of range).
+
+    Narrow rings are tested whole; wider ones by 4-bit slices at the low end, the middle, the
+    top and, above 32 bits, across bit 32 — a uniform value has every slice uniform, and a
+    generator that fills only a word's lower half, or leaves the top bits biased, fails one.
+    """
+    values = np.asarray(values, dtype=np.uint64)
+    if bits < 64 and values.size and int(values.max()) >= 1 << bits:
+        return None
+    out: dict[str, float] = {}
+    for name, shift in _slices(bits).items():
+        width = bits if name == "all" else _SLICE
+        cells = (values >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+        counts = np.bincount(cells.astype(np.intp), minlength=1 << width)
+        out[name] = float(stats.chisquare(counts).pvalue)
+    return out
+
+
 def _mask_checks(
     masks: MaskPRGUnderTest, tier: Tier, seed: int
 ) -> tuple[int, list[str], dict[str, Any]]:
     findings: list[str] = []
     rng = np.random.default_rng(seed)
     entries = 1 << (16 if tier == "fast" else 20)
-    bit_sizes = (1, 2, 3, 4, 5)
     trials = 3
-    per_test = FAMILY_ALPHA / 3 / (len(bit_sizes) * trials)  # a third of α (see audit 8)
+    tests = trials * sum(len(_slices(bits)) for bits in _MASK_BITS)
+    per_test = FAMILY_ALPHA / 3 / tests  # a third of α (see audit 8)
     p_values: dict[str, float] = {}
-    for bits in bit_sizes:
+    not_offered: list[int] = []
+    for bits in _MASK_BITS:
         for trial in range(trials):
             key = rng.integers(0, 256, size=masks.seed_bytes, dtype=np.uint8).tobytes()
-            values = np.asarray(
-                masks.expand(key, bits, entries, b"session-%d" % trial), dtype=np.int64
-            )
-            counts = np.bincount(values, minlength=1 << bits)[: 1 << bits]
-            if counts.sum() != entries:
-                findings.append(f"M = 2^{bits}: mask entries outside Z_M")
+            expanded = masks.expand(key, bits, entries, b"session-%d" % trial)
+            if expanded is None:
+                not_offered.append(bits)
+                break
+            values = np.asarray(expanded)
+            uniform = _uniformity(values, bits)
+            if uniform is None or values.size != entries:
+                findings.append(f"M = 2^{bits}: mask entries outside Z_M (or a short mask)")
                 continue
-            p = float(stats.chisquare(counts).pvalue)
-            p_values[f"M=2^{bits}#{trial}"] = p
-            if p < per_test:
-                missing = [int(v) for v in np.flatnonzero(counts == 0)]
-                extra = f" (never {missing})" if missing else ""
-                findings.append(f"mask not uniform on Z_{1 << bits}: χ² p = {p:.2g}{extra}")
+            for name, p in uniform.items():
+                p_values[f"M=2^{bits}#{trial} {name}"] = p
+                if p < per_test:
+                    where = "" if name == "all" else f" ({name} bits)"
+                    if name == "all":
+                        counts = np.bincount(values.astype(np.intp), minlength=1 << bits)
+                        missing = [int(v) for v in np.flatnonzero(counts == 0)]
+                        where = f" (never {missing})" if missing else ""
+                    findings.append(f"mask not uniform on Z_2^{bits}{where}: χ² p = {p:.2g}")
     # Binding: one seed in two sessions, and seeds differing in two bytes, give different masks.
     key = rng.integers(0, 256, size=masks.seed_bytes, dtype=np.uint8).tobytes()
+
+    def word_mask(seed_bytes: bytes, dimension: int, session: bytes) -> NDArray[np.uint64]:
+        expanded = masks.expand(seed_bytes, 32, dimension, session)
+        if expanded is None:
+            raise ValueError("a mask generator must offer the 32-bit ring")
+        return np.asarray(expanded, dtype=np.uint64)
+
     if masks.session_bound:
-        first = masks.expand(key, 32, 64, b"session-A" + bytes(23))
-        second = masks.expand(key, 32, 64, b"session-B" + bytes(23))
+        first = word_mask(key, 64, b"session-A" + bytes(23))
+        second = word_mask(key, 64, b"session-B" + bytes(23))
         if np.array_equal(first, second):
             findings.append(
                 "the same pairwise seed gives the same mask in two sessions (mask reuse)"
@@ -532,17 +581,20 @@ def _mask_checks(
         flipped = bytearray(base)
         flipped[i] ^= 0x5A
         flipped[j] ^= 0x5A
-        if np.array_equal(
-            masks.expand(bytes(flipped), 32, 16, b"s"), masks.expand(bytes(base), 32, 16, b"s")
-        ):
+        if np.array_equal(word_mask(bytes(flipped), 16, b"s"), word_mask(bytes(base), 16, b"s")):
             collisions += 1
     if collisions:
         findings.append(
             f"{collisions} pairs of distinct seeds (two bytes flipped) expand to the same mask"
         )
     unique = list(dict.fromkeys(findings))
-    details = {"chi2_p": p_values, "seed_collisions": collisions, "session_binding": binding}
-    return len(bit_sizes) * trials + 2, unique, details
+    details = {
+        "chi2_p": p_values,
+        "seed_collisions": collisions,
+        "session_binding": binding,
+        "ring_bits_not_offered": not_offered,
+    }
+    return tests + 2, unique, details
 
 
 def _masked_input_checks(
@@ -550,36 +602,46 @@ def _masked_input_checks(
 ) -> tuple[int, list[str], dict[str, Any]]:
     """χ² uniformity on Z_M of what the server receives from clients with constant inputs.
 
-    One test per (M, client): a bias that depends on a client's mask signs would cancel in a
-    pooled count.
+    One test per (M, client, slice): a bias that depends on a client's mask signs would cancel
+    in a pooled count. Rings of every width class the target offers (``None``: not offered).
     """
     findings: list[str] = []
-    bit_sizes = (2, 3, 4)
     dimension = 1 << (15 if tier == "fast" else 18)
     p_values: dict[str, float] = {}
-    per_client: list[tuple[int, int, NDArray[np.int64]]] = []
-    for bits in bit_sizes:
+    offered: list[int] = []
+    per_client: list[tuple[int, int, NDArray[np.uint64]]] = []
+    for bits in _MASKED_INPUT_BITS:
         rows = secure_sum.masked_inputs(bits, dimension, seed + bits)
         if rows is None:
-            return 0, [], {"masked_inputs": "n/a: not offered by the target"}
-        for client, row in enumerate(np.asarray(rows, dtype=np.int64)):
+            continue
+        offered.append(bits)
+        for client, row in enumerate(np.asarray(rows, dtype=np.uint64)):
             per_client.append((bits, client, row))
-    per_test = FAMILY_ALPHA / 3 / len(per_client)
+    if not per_client:
+        return 0, [], {"masked_inputs": "n/a: not offered by the target"}
+    per_test = FAMILY_ALPHA / 3 / sum(len(_slices(bits)) for bits, _, _ in per_client)
+    tests = 0
     for bits, client, row in per_client:
-        if row.min() < 0 or row.max() >= 1 << bits:
+        uniform = _uniformity(row, bits)
+        if uniform is None:
             findings.append(f"M = 2^{bits}: masked-input entries outside Z_M")
             continue
-        counts = np.bincount(row, minlength=1 << bits)
-        p = float(stats.chisquare(counts).pvalue)
-        p_values[f"M=2^{bits} client {client}"] = p
-        if p < per_test:
-            share = counts / counts.sum()
-            findings.append(
-                f"masked input of client {client} not uniform on Z_{1 << bits}: χ² p = {p:.2g} "
-                f"over {row.size} entries (frequencies {np.round(share, 4).tolist()})"
-            )
-    details = {"masked_input_chi2_p": p_values, "entries_per_client": dimension}
-    return len(per_client), findings, details
+        for name, p in uniform.items():
+            tests += 1
+            p_values[f"M=2^{bits} client {client} {name}"] = p
+            if p < per_test:
+                where = "" if name == "all" else f" ({name} bits)"
+                findings.append(
+                    f"masked input of client {client} not uniform on Z_2^{bits}{where}: "
+                    f"χ² p = {p:.2g} over {row.size} entries"
+                )
+    details = {
+        "masked_input_chi2_p": p_values,
+        "entries_per_client": dimension,
+        "ring_bits": offered,
+        "ring_bits_not_offered": [b for b in _MASKED_INPUT_BITS if b not in offered],
+    }
+    return tests, findings, details
 
 
 def _count(n: int, rate: float) -> int:
@@ -605,7 +667,8 @@ def _graph_checks(
     findings: list[str] = []
     rows: list[dict[str, Any]] = []
     sizes = (100, 1000, 5000) if tier == "fast" else (50, 100, 300, 1000, 3000, 10_000, 30_000)
-    rates = ((0.1, 0.05), (0.2, 0.1), (0.05, 0.0))
+    # The last two pairs make n·rate non-integer at every size (the ⌊n·rate + 1/2⌋ rounding).
+    rates = ((0.1, 0.05), (0.2, 0.1), (0.05, 0.0), (0.123, 0.037), (0.0333, 0.0171))
     failure_limit = Fraction(2) ** Fraction(graph.failure_log2).limit_denominator(1000)
     security_limit = Fraction(2) ** -Fraction(graph.security_bits).limit_denominator(1000)
     for n in sizes:
@@ -664,11 +727,13 @@ def audit_shamir_masks_graph(
       every set of t − 1 holders); the real sharing over Z_7 gives t − 1 holders a uniform view
       whatever the secret (χ², so the coefficients are drawn uniformly); and correctness: any t
       shares reconstruct, t − 1 do not.
-    * Masks: χ² uniformity on Z_M for M = 2, 4, ..., 32 (2^16 entries each); one seed in two
-      sessions gives two masks; seeds differing in two bytes give different masks (a folded
-      32-bit seed does not).
-    * Masked inputs: χ² uniformity on Z_M (M = 4, 8, 16) of the vectors an honest round's
-      server receives from clients whose inputs are all the same constant. The χ² tests share
+    * Masks: χ² uniformity on Z_M for rings of every width class, M = 2^b with b ∈ {1, …, 5,
+      31, 32, 33, 48, 63, 64} (2^16 entries each; above 5 bits per 4-bit slice: low, middle,
+      top, and across bit 32 of a 64-bit word); one seed in two sessions gives two masks;
+      seeds differing in two bytes give different masks (a folded 32-bit seed does not).
+    * Masked inputs: χ² uniformity on Z_M (b ∈ {2, 3, 4, 33, 64}, those the target offers) of
+      the vectors an honest round's server receives from clients whose inputs are all the same
+      constant. The χ² tests share
       the family-wise α = 1e-6 (Bonferroni: a third each to the sampled Shamir views, the masks
       and the masked inputs).
     * SecAgg+ (k, t) against exact hypergeometric bounds recomputed here in rationals (Bell et

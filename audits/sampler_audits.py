@@ -35,7 +35,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _FIT_SIGMAS: dict[Tier, tuple[float, ...]] = {
-    "fast": (0.5, 1.0, 3.0, 10.0),
+    # Every code path of both samplers: the fast one's single table (σ < 64) and its block
+    # regime with σ² an integer (100), a small fraction (64.5² = 16641/4) and a float rounded up
+    # (100.3); the exact one's int64 ratios and its big-rational path (3.7, a float's σ²).
+    "fast": (0.5, 1.0, 3.0, 3.7, 10.0, 64.5, 100.0, 100.3),
     "deep": (0.5, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 40.0, 100.0),
 }
 _FIT_SAMPLES: dict[Tier, dict[bool, int]] = {
@@ -162,7 +165,8 @@ def audit_sampler_fit(
     target
         The implementation.
     tier
-        ``"fast"`` (σ ∈ {0.5, 1, 3, 10}, 2e5 exact / 1e6 table draws each) or ``"deep"``.
+        ``"fast"`` (σ ∈ {0.5, 1, 3, 3.7, 10, 64.5, 100, 100.3}: every code path of both samplers;
+        2e5 exact / 1e6 table draws each) or ``"deep"``.
     seed
         Seed of the sampling streams (each (sampler, σ) gets its own).
     sigmas, samples

@@ -179,8 +179,12 @@ class DropoutNoise(Protocol):
         """Clients asked."""
         ...
 
-    def noise(self, dropped: int, seed: int) -> tuple[NDArray[np.float64], float]:
-        """(noise of one release per coordinate, variance per coordinate the claim assumes)."""
+    def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
+        """(noise of one release per coordinate, variance per coordinate the claim assumes).
+
+        ``dropped``: the indices (in ``range(num_clients)``) of the clients that leave before
+        masking, drawn at random by the audit for every release.
+        """
         ...
 
 
@@ -328,7 +332,7 @@ class SecureSumUnderTest(Protocol):
         """Sum values whose total cannot fit the modulus."""
         ...
 
-    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.int64] | None:
+    def masked_inputs(self, bits: int, dimension: int, seed: int) -> NDArray[np.uint64] | None:
         """The masked input vectors (rows, entries in Z_{2^bits}) an honest round's server
         receives from clients whose inputs are all the same constant (``None``: not offered)."""
         ...
@@ -356,8 +360,11 @@ class MaskPRGUnderTest(Protocol):
         audit's session-binding check does not apply; fresh keys per round must separate them)."""
         ...
 
-    def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
-        """The mask of pairwise seed ``seed`` in session ``session``, entries in Z_{2^bits}."""
+    def expand(
+        self, seed: bytes, bits: int, dimension: int, session: bytes
+    ) -> NDArray[np.uint64] | None:
+        """The mask of pairwise seed ``seed`` in session ``session``, entries in Z_{2^bits}
+        (``None``: the implementation has no ring of that width)."""
         ...
 
 

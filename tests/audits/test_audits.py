@@ -143,7 +143,7 @@ class _UnevenNoise:
     name = "uneven"
     num_clients = 10
 
-    def noise(self, dropped: int, seed: int) -> tuple[np.ndarray[Any, Any], float]:
+    def noise(self, dropped: Sequence[int], seed: int) -> tuple[np.ndarray[Any, Any], float]:
         charged, actual = (1.0, 1.0) if seed % 2 == 0 else (4.0, 2.0)
         rng = np.random.default_rng(seed)
         return rng.normal(0.0, np.sqrt(actual), 200), charged
@@ -158,6 +158,32 @@ def test_dropout_noise_holds_each_release_to_its_own_charge() -> None:
     result = audit_dropout_noise(Uneven(), dropped_fractions=(0.0,))
     assert result.verdict is Verdict.FAIL
     assert result.details["rows"][0]["measured_over_charged"] == pytest.approx(0.75, abs=0.05)
+
+
+class _FirstClientsOnly:
+    """Correct noise unless client 9 is among the dropped: then the noise is halved."""
+
+    name = "depends on who leaves"
+    num_clients = 10
+
+    def noise(self, dropped: Sequence[int], seed: int) -> tuple[np.ndarray[Any, Any], float]:
+        rng = np.random.default_rng(seed)
+        scale = 0.5 if 9 in dropped else 1.0
+        return rng.normal(0.0, scale, 200), 1.0
+
+
+def test_dropout_noise_draws_the_dropped_clients_at_random() -> None:
+    # The old audit always dropped clients 0, 1, 2: a bug triggered by the last client leaving
+    # was never exercised. Random sets hit client 9 in ≈ 30 % of the releases.
+    class WhoLeaves(_Base):
+        def dropout_noise(self) -> Sequence[Any]:
+            return (_FirstClientsOnly(),)
+
+    result = audit_dropout_noise(WhoLeaves())
+    assert result.verdict is Verdict.FAIL
+    rows = {row["dropped"]: row for row in result.details["rows"]}
+    assert rows[0]["p_value"] > 1e-3  # nobody leaves: the noise is right
+    assert rows[3]["measured_over_charged"] < 0.9
 
 
 def test_missing_capabilities_are_not_applicable() -> None:
@@ -217,7 +243,10 @@ def test_masked_input_check_catches_masks_that_never_take_m_minus_1() -> None:
                     return getattr(real, name)
 
                 def masked_inputs(self, bits: int, dimension: int, seed: int) -> Any:
-                    # Three masks uniform on {0, …, M − 2}, as Flower's, added mod M.
+                    # Three masks uniform on {0, …, M − 2}, as Flower's, added mod M (on
+                    # the narrow rings only: the wider ones are "not offered").
+                    if bits > 4:
+                        return None
                     rng = np.random.default_rng(seed)
                     masks = rng.integers(0, 2**bits - 1, size=(3, 3, dimension))
                     return masks.sum(axis=0) % 2**bits
@@ -227,8 +256,38 @@ def test_masked_input_check_catches_masks_that_never_take_m_minus_1() -> None:
     [result] = run_audits(Biased(), only=[8])
     assert result.verdict is Verdict.FAIL
     assert any("masked input of client" in f for f in result.findings)
+    assert result.details["masked_inputs"]["ring_bits_not_offered"] == [33, 64]
     [honest] = run_audits(OurTarget(), only=[8])
     assert honest.details["masked_inputs"]["entries_per_client"] == 2**15
+
+
+@pytest.mark.parametrize("bits", [33, 48, 64])
+def test_mask_check_catches_a_wide_ring_filled_from_one_32_bit_word(bits: int) -> None:
+    # A 33–64-bit ring whose masks come from a uint32 draw: uniform below bit 32, zero above.
+    real = OurTarget().mask_prg()
+    assert real is not None
+
+    class Narrow:
+        seed_bytes = real.seed_bytes
+        session_bound = real.session_bound
+
+        def expand(self, seed: bytes, width: int, dimension: int, session: bytes) -> Any:
+            values = np.asarray(real.expand(seed, width, dimension, session), dtype=np.uint64)
+            return values & np.uint64(0xFFFFFFFF) if width == bits else values
+
+    class Target(_Base):
+        def mask_prg(self) -> Any:
+            return Narrow()
+
+        def secure_sum(self) -> SecureSumUnderTest | None:
+            return None
+
+    [result] = run_audits(Target(), only=[8])
+    assert result.verdict is Verdict.FAIL
+    assert all(f"Z_2^{bits}" in f for f in result.findings), result.findings
+    [honest] = run_audits(OurTarget(), only=[8])
+    assert honest.verdict is Verdict.PASS
+    assert honest.details["masked_inputs"]["ring_bits"] == [2, 3, 4, 33, 64]
 
 
 def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -> None:
