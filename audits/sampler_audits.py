@@ -46,6 +46,8 @@ _FIT_SAMPLES: dict[Tier, dict[bool, int]] = {
     "deep": {True: 4_000_000, False: 20_000_000},
 }
 _TRACE_SIGMAS = (0.5, 3.7, 100.0, 100_000.0)
+_TAIL_MULTIPLES = (4, 5)
+_FIT_TESTS = ("chi2", "variance", "log_slope", "symmetry", "tail4", "tail5")
 
 
 class DiscreteGaussianLaw:
@@ -117,6 +119,18 @@ def _fit_tests(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict[str
         slope_z = float((high[usable] - expected).sum() / math.sqrt(spread.sum()))
     else:
         slope_z = 0.0
+    # Explicit tail mass beyond 4σ and 5σ: two-sided exact binomial tests of the count, so a
+    # missing or reshaped tail is not pooled away inside the χ²'s last bin.
+    tails: dict[str, Any] = {}
+    for k in _TAIL_MULTIPLES:
+        edge = math.floor(k * law.sigma)
+        inside = np.arange(-edge, edge + 1, dtype=np.int64)
+        mass = max(0.0, 1.0 - float(np.sum(law.pmf(inside))))
+        observed = int(np.count_nonzero(np.abs(samples) > edge))
+        low, high = stats.binom.cdf(observed, n, mass), stats.binom.sf(observed - 1, n, mass)
+        tails[f"tail{k}_p"] = float(min(1.0, 2.0 * min(low, high)))
+        tails[f"tail{k}_observed"] = observed
+        tails[f"tail{k}_expected"] = n * mass
     nonzero = int(np.count_nonzero(samples))
     positive = int(np.count_nonzero(samples > 0))
     symmetry_z = (positive - nonzero / 2) / math.sqrt(max(nonzero, 1) / 4)
@@ -131,6 +145,7 @@ def _fit_tests(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict[str
         "log_slope_p": _two_sided(slope_z),
         "symmetry_z": symmetry_z,
         "symmetry_p": _two_sided(symmetry_z),
+        **tails,
     }
 
 
@@ -156,8 +171,9 @@ def audit_sampler_fit(
 ) -> AuditResult:
     """Audit 1: goodness of fit of every sampler against N_ℤ(0, σ²) at several σ.
 
-    Four tests per (sampler, σ): Pearson χ² with pooled tail bins, a variance z-test, a log-slope
-    test over disjoint magnitude pairs and a sign-symmetry test; every p-value is compared with
+    Six tests per (sampler, σ): Pearson χ² with pooled tail bins, a variance z-test, a log-slope
+    test over disjoint magnitude pairs, a sign-symmetry test and exact binomial tests of the mass
+    beyond 4σ and beyond 5σ; every p-value is compared with
     α/m (Bonferroni over all m tests, family-wise α = 1e-6).
 
     Parameters
@@ -185,7 +201,7 @@ def audit_sampler_fit(
     if not samplers:
         return not_applicable(1, "sampler-fit", target.name, "no discrete Gaussian sampler")
     grid = tuple(sigmas) if sigmas is not None else _FIT_SIGMAS[tier]
-    tests = 4 * len(samplers) * len(grid)
+    tests = len(_FIT_TESTS) * len(samplers) * len(grid)
     per_test = FAMILY_ALPHA / tests
     cells: list[dict[str, Any]] = []
     findings: list[str] = []
@@ -205,7 +221,7 @@ def audit_sampler_fit(
             result = _fit_tests(values.astype(np.int64), law)
             result.update({"sampler": sampler.name, "sigma": sigma, "samples": int(values.size)})
             cells.append(result)
-            for test in ("chi2", "variance", "log_slope", "symmetry"):
+            for test in _FIT_TESTS:
                 p = float(result[f"{test}_p"])
                 smallest = min(smallest, p)
                 if p < per_test:
@@ -217,20 +233,31 @@ def audit_sampler_fit(
                 plot = {"sampler": sampler.name, "sigma": sigma, **pmf}
     # What this run would have caught: the variance test's σ shortfall at 95 % power, worst cell.
     worst = max(sigma_shortfall(c["sigma"], c["samples"], per_test) for c in cells)
+    # A tail cut off beyond kσ leaves 0 draws there: caught when 2·exp(−expected) < α/m.
+    cut = {
+        k: sum(2.0 * math.exp(-c[f"tail{k}_expected"]) < per_test for c in cells) for k in (4, 5)
+    }
     return AuditResult(
         audit=1,
         name="sampler-fit",
         target=target.name,
-        statistic="smallest p-value of χ² (tail bins), variance z, log-slope z, symmetry z",
+        statistic="smallest p-value of χ² (tail bins), variance z, log-slope z, symmetry z, "
+        "tail mass beyond 4σ and 5σ",
         value=smallest,
         threshold=f"every p ≥ α/m = {per_test:.2g} (m = {tests}, family-wise α = 1e-6)",
         samples=total,
         verdict=Verdict.FAIL if findings else Verdict.PASS,
         error_rate=FAMILY_ALPHA,
         findings=tuple(findings),
-        details={"cells": cells, "plot_pmf": plot, "sigma_shortfall_detected": worst},
+        details={
+            "cells": cells,
+            "plot_pmf": plot,
+            "sigma_shortfall_detected": worst,
+            "tail_cut_detected_cells": {f"{k}σ": cut[k] for k in (4, 5)},
+        },
         seconds=time.perf_counter() - start,
-        power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z)",
+        power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z); a tail "
+        f"cut beyond 4σ in {cut[4]}/{len(cells)} cells, beyond 5σ in {cut[5]}/{len(cells)}",
     )
 
 

@@ -79,6 +79,42 @@ class _RoundedSampler:
         return draw
 
 
+class _TruncatedSampler:
+    """Our fast sampler with every draw beyond 4σ redrawn: the law inside 4σ is exact."""
+
+    name = "truncated"
+    exact = False
+    constant_time = False
+    tv_bound = 0.0
+    sampling_modules: tuple[str, ...] = ()
+
+    def prepare(self, sigma: float) -> Any:
+        inner = OurTarget().samplers()[1].prepare(sigma)
+
+        def draw(size: int, seed: int) -> np.ndarray[Any, Any]:
+            values = np.asarray(inner(size, seed))
+            outside = np.abs(values) > 4 * sigma
+            values[outside] = np.asarray(inner(4 * size, seed + 1))[: int(outside.sum())]
+            values[np.abs(values) > 4 * sigma] = 0  # the few redraws still outside
+            return values
+
+        return draw
+
+
+def test_sampler_fit_catches_a_tail_cut_beyond_4_sigma() -> None:
+    class Target(_Base):
+        def samplers(self) -> Sequence[Any]:
+            return (_TruncatedSampler(),)
+
+    result = audit_sampler_fit(Target(), sigmas=[10.0], samples=2_000_000)
+    assert result.verdict is Verdict.FAIL
+    assert any("tail4" in f for f in result.findings), result.findings
+    cell = result.details["cells"][0]
+    assert cell["tail4_observed"] == 0 and cell["tail4_expected"] > 100
+    honest = audit_sampler_fit(OurTarget(), sigmas=[10.0], samples=2_000_000)
+    assert honest.verdict is Verdict.PASS
+
+
 def test_every_capability_matches_its_protocol() -> None:
     target = OurTarget()
     assert isinstance(target, AuditTarget)
