@@ -210,7 +210,9 @@ class AverageSettings:
         weight sum Σβᵢ (noisy with noise; a non-positive one raises
         :class:`ZeroWeightSumError`), or ``"survivors"`` the public B·|survivors| (DP-FedAvg's
         fixed denominator, McMahan et al. 2018: exact for equal weights βᵢ = B, and free of the
-        weight coordinate's noise, which at small cohorts can make Σβᵢ negative).
+        weight coordinate's noise, which at small cohorts can make Σβᵢ negative). The row then
+        carries no weight coordinate (it holds 0), so Δ₂ loses its √(1 + λ²) factor and the
+        noise for a given ρ is 3 % smaller (``secure_average_notes.md`` §7).
     denominator_share
         With ``denominator="survivors"``, the public expected share f ∈ (0, 1] of the weight cap
         each survivor carries: the sum is divided by f·B·|survivors| (Δ-FL's noisy tail average
@@ -315,7 +317,8 @@ class ServerView:
     average
         The released average Σβᵢwᵢ / Σβᵢ over the survivors (float64).
     weight_sum
-        The released Σβᵢ over the survivors.
+        The released Σβᵢ over the survivors; with ``denominator="survivors"`` the public
+        divisor f·B·|survivors| instead (no weight sum is released then).
     extras
         The released sums of the extra scalars (empty when there are none).
     survivors, dropped
@@ -477,6 +480,9 @@ class _Clients:
     rejected: tuple[int, ...]
     clip: float
     weight_cap: float
+    # λc when the row carries the weight coordinate λcβ; 0 under a fixed denominator, which
+    # never reads the weight sum (the coordinate then holds 0 and adds nothing to Δ₂).
+    weight_scale: float
 
 
 def _prepare(
@@ -487,7 +493,7 @@ def _prepare(
     extra_bounds: Sequence[float],
     clip: float | None,
     weight_cap: float | None,
-    zero_weights: bool = False,
+    fixed_denominator: bool = False,
 ) -> _Clients:
     matrix = as_matrix(vectors)
     n = matrix.shape[0]
@@ -520,7 +526,7 @@ def _prepare(
     if (live_weights < 0).any():
         bad = int(participants[np.flatnonzero(live_weights < 0)[0]])
         raise ValueError(f"weights must be non-negative; client {bad} has weight {beta[bad]}")
-    if not (live_weights > 0).any() and not zero_weights:
+    if not (live_weights > 0).any() and not fixed_denominator:
         raise ValueError("every weight is zero: a weighted average needs a positive weight")
     if clip is None:
         largest = float(norms[participants].max())
@@ -534,8 +540,17 @@ def _prepare(
     factors = np.where(finite, np.minimum(1.0, clip / np.maximum(safe_norms, 1e-300)), 0.0)
     clipped_weights = np.minimum(np.where(finite, beta, 0.0), cap)
     clipped_extras = np.where(finite[:, None], np.clip(np.nan_to_num(extra), -bounds, bounds), 0.0)
+    weight_scale = 0.0 if fixed_denominator else WEIGHT_COORDINATE_SCALE * clip
     return _Clients(
-        matrix, factors, clipped_weights, clipped_extras, participants, rejected, clip, cap
+        matrix,
+        factors,
+        clipped_weights,
+        clipped_extras,
+        participants,
+        rejected,
+        clip,
+        cap,
+        weight_scale,
     )
 
 
@@ -585,7 +600,7 @@ def _client_row(
     auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
     row = np.empty(d + 1 + bounds.size, dtype=np.float64)
     np.multiply(matrix[index], beta * float(clients.factors[index]), out=row[:d])
-    row[d] = auxiliary * beta
+    row[d] = clients.weight_scale * beta
     row[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[index] / bounds
     if rotation is not None:
         row = rotation.forward(row)
@@ -667,7 +682,7 @@ def _plain_total(
         np.dot(coefficients, clients.matrix, out=total[:d])
     else:
         total[:d] = coefficients @ clients.matrix[members]
-    total[d] = auxiliary * float(clients.weights[members].sum())
+    total[d] = clients.weight_scale * float(clients.weights[members].sum())
     total[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[members].sum(axis=0)
     total[d + 1 :] /= bounds
     return total
@@ -713,7 +728,7 @@ def _run(
         extra_bounds=extra_bounds,
         clip=settings.clip,
         weight_cap=weight_cap,
-        zero_weights=settings.denominator == "survivors",
+        fixed_denominator=settings.denominator == "survivors",
     )
     n_all, d = clients.matrix.shape
     bounds = np.asarray(extra_bounds, dtype=np.float64)
@@ -780,8 +795,10 @@ def _run(
     auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
     plan: QuantizationPlan | None = None
     if quantized:
-        # ‖[βw ; λcβ ; λcB·e/E]‖₂ ≤ B·c·√(1 + λ²(1 + k)) (secure_average_notes.md §2).
-        l2_norm = magnitude * math.sqrt(1.0 + WEIGHT_COORDINATE_SCALE**2 * (1 + bounds.size))
+        # ‖[βw ; λcβ ; λcB·e/E]‖₂ ≤ B·c·√(1 + λ²(w + k)), w = 1 if the weight coordinate is
+        # carried, 0 under a fixed denominator (secure_average_notes.md §2, §7).
+        carried = 1 if clients.weight_scale > 0 else 0
+        l2_norm = magnitude * math.sqrt(1.0 + WEIGHT_COORDINATE_SCALE**2 * (carried + bounds.size))
         plan = plan_quantization(
             n,
             dimension,
@@ -863,16 +880,20 @@ def _run(
         total /= plan.quantizer.scale
     if rotation is not None:
         total = rotation.inverse(total)
-    weight_sum = float(total[d]) / auxiliary
-    if weight_floor is not None and plan is not None and plan.mechanism is not None:
+    fixed = settings.denominator == "survivors"
+    if fixed:
+        # The divisor is public (f·B·|survivors|) and the row carried no weight coordinate
+        # (secure_average_notes.md §7); each survivor's share of the average is ≤ 1/(f·m).
+        weight_sum = settings.denominator_share * clients.weight_cap * len(survivors)
+    else:
+        weight_sum = float(total[d]) / auxiliary
+    if weight_floor is not None and plan is not None and plan.mechanism is not None and not fixed:
         # Post-processing of the noisy release: every survivor's weight lies in the public
         # [floor, cap], so the weight sum does too (a noisy Σβᵢ ≤ 0 would end the average).
         size = len(survivors)
         weight_sum = min(max(weight_sum, weight_floor * size), clients.weight_cap * size)
     extras_sum = total[d + 1 :] * bounds / (auxiliary * clients.weight_cap)
-    if settings.denominator == "survivors":
-        average = total[:d] / (settings.denominator_share * clients.weight_cap * len(survivors))
-    elif weight_sum > 0:
+    if fixed or weight_sum > 0:
         average = total[:d] / weight_sum
     else:
         raise ZeroWeightSumError(
@@ -883,7 +904,7 @@ def _run(
     event: DistributedDiscreteGaussian | None = None
     planned_rho: float | None = None
     weight_lower = weight_sum
-    if plan is not None:
+    if plan is not None and not fixed:
         # Each survivor's stochastic rounding moved its weight coordinate by < 1 grid unit.
         weight_lower -= len(survivors) / (plan.quantizer.scale * auxiliary)
     if plan is not None and plan.mechanism is not None:
@@ -899,9 +920,10 @@ def _run(
                 event.rho,
                 planned_rho,
             )
-        # The weight coordinate's noise is within this many grid units except w.p. 2^-40.
-        weight_noise = mechanism.tail_bound(survived)
-        weight_lower -= weight_noise / (plan.quantizer.scale * auxiliary)
+        if not fixed:
+            # The weight coordinate's noise is within this many grid units except w.p. 2^-40.
+            weight_noise = mechanism.tail_bound(survived)
+            weight_lower -= weight_noise / (plan.quantizer.scale * auxiliary)
     certified = 1.0 if weight_lower <= 0 else min(1.0, clients.weight_cap / weight_lower)
     true_weights = clients.weights[list(survivors)]
     true_total = float(true_weights.sum())

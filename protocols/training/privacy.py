@@ -22,7 +22,6 @@ model alone, add/remove (user-level DP).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -37,7 +36,12 @@ from dpquantile import (
     rho_for_epsilon,
 )
 from dpquantile.accounting import ZCDP
-from protocols.aggregation import AverageSettings, DiscreteGaussianNoise, secure_weighted_average
+from protocols.aggregation import (
+    AverageSettings,
+    DiscreteGaussianNoise,
+    ZeroWeightSumError,
+    secure_weighted_average,
+)
 from secagg import HeadroomError
 
 __all__ = [
@@ -343,17 +347,17 @@ def check_headroom(settings: AverageSettings, *, participants: int, dimension: i
     ...                participants=4, dimension=3) is None
     True
     """
-    # The fixed denominator: a noisy weight sum of zeros could come out ≤ 0 (not a headroom issue).
-    fixed = dataclasses.replace(settings, denominator="survivors", denominator_share=1.0)
     try:
         secure_weighted_average(
             np.zeros((participants, dimension)),
             np.ones(participants),
-            settings=fixed,
+            settings=settings,
             weight_cap=1.0,
             secure=False,
             seed=0,
         )
+    except ZeroWeightSumError:
+        pass  # a noisy weight sum of zeros came out ≤ 0: the ring held it (not a headroom issue)
     except HeadroomError as error:
         raise HeadroomError(
             f"the planned noise does not fit bits={settings.bits}: {error}",

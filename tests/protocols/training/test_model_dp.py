@@ -222,7 +222,7 @@ def test_whatever_drops_a_run_never_spends_more_than_planned(
 
 
 def test_the_distributed_noise_is_within_5_percent_of_the_central_gaussians() -> None:
-    # README: "the DDG's total noise is 1.03× the central one" at the KLS21 headline's shape
+    # README: "the DDG's total noise is 1.003× the central one" at the KLS21 headline's shape
     # (100 clients, d = 7 850, 16 bits). Central: σ = c/√(2ρ); distributed: √n·σ_grid·step.
     from protocols.aggregation import AverageSettings, DiscreteGaussianNoise  # noqa: PLC0415
 
@@ -241,7 +241,7 @@ def test_the_distributed_noise_is_within_5_percent_of_the_central_gaussians() ->
     assert result.event is not None and result.quantization_step is not None
     distributed = math.sqrt(n) * result.event.sigma * result.quantization_step
     ratio = distributed * math.sqrt(2.0 * rho)
-    assert 1.0 < ratio < 1.05
+    assert 1.0 < ratio < 1.005  # 1.034 while the fixed denominator still sent a weight coordinate
 
 
 def test_the_adaptive_clip_pays_its_counts_and_follows_the_median_norm() -> None:
