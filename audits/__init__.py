@@ -48,6 +48,7 @@ from audits.sampler_audits import (
     audit_sampler_fit,
     audit_sampler_timing,
     discrete_gaussian_law,
+    mechanism_sigmas,
 )
 from audits.selfcheck import (
     FalseAlarmReport,
@@ -88,6 +89,7 @@ __all__ = [
     "audit_secure_sum",
     "audit_shamir_masks_graph",
     "discrete_gaussian_law",
+    "mechanism_sigmas",
     "mutant_by_name",
     "run_audits",
     "run_canary_training",

@@ -7,6 +7,7 @@ evaluations that never draw noise, tested on their own against direct sums and r
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -24,12 +25,16 @@ from audits.records import FAMILY_ALPHA, AuditResult, Tier, Verdict, check_tier,
 from audits.statistics import chi_square_against_pmf
 from audits.targets import AuditTarget, SamplerUnderTest
 from dpquantile import discrete_gaussian_pmf, discrete_gaussian_variance
+from dpquantile.quantile import quantile_mechanism, quantile_scale
+from protocols.aggregation import AverageSettings, secure_weighted_average
+from protocols.training.privacy import KLS21_ROUNDING_BETA, RunPrivacyPlan
 
 __all__ = [
     "audit_sampler_exactness",
     "audit_sampler_fit",
     "audit_sampler_timing",
     "discrete_gaussian_law",
+    "mechanism_sigmas",
 ]
 
 logger = logging.getLogger(__name__)
@@ -41,6 +46,8 @@ _FIT_SIGMAS: dict[Tier, tuple[float, ...]] = {
     "fast": (0.5, 1.0, 3.0, 3.7, 10.0, 64.5, 100.0, 100.3),
     "deep": (0.5, 0.8, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 40.0, 100.0),
 }
+# Appended to every tier's grid: the σ our noisy releases actually run at (mechanism_sigmas).
+_MECHANISM_SHAPE = {"clients": 100, "bins": 64, "dimension": 7850, "epsilon": 5.0, "rounds": 20}
 _FIT_SAMPLES: dict[Tier, dict[bool, int]] = {
     "fast": {True: 200_000, False: 1_000_000},  # exact samplers are slower than table samplers
     "deep": {True: 4_000_000, False: 20_000_000},
@@ -50,19 +57,32 @@ _TAIL_MULTIPLES = (4, 5)
 _FIT_TESTS = ("chi2", "variance", "log_slope", "symmetry", "tail4", "tail5")
 
 
+# From this σ on, audit 1 tests in bins of ≈ σ/8 integers and takes bin masses from the normal
+# CDF with continuity correction: by Euler–Maclaurin the discrete CDF differs from Φ((k + ½)/σ) by
+# at most ≈ 1/(24σ²) (4e-8 here, far below one count in 10⁶ draws), and by Poisson summation the
+# even moments are σ², 3σ⁴ up to O(e^(−2π²σ²)). Per-integer sums stop being affordable there.
+_BINNED_SIGMA = 1000.0
+
+
 class DiscreteGaussianLaw:
-    """N_ℤ(0, σ²): pmf and variance from :mod:`dpquantile.pmf`, fourth moment by direct sum.
+    """N_ℤ(0, σ²): pmf and variance from :mod:`dpquantile.pmf`, fourth moment by direct sum
+    (3σ⁴ from σ = 1000 on, where the direct sum would need 80σ terms).
 
     Examples
     --------
     >>> law = DiscreteGaussianLaw(1.0)
     >>> round(float(law.pmf(np.array([0]))[0]), 6), round(law.variance, 6)
     (0.398942, 1.0)
+    >>> DiscreteGaussianLaw(2.0e7).fourth_moment == 3 * 2.0e7**4
+    True
     """
 
     def __init__(self, sigma: float) -> None:
         self.sigma = float(sigma)
         self.variance = discrete_gaussian_variance(self.sigma)
+        if self.sigma >= _BINNED_SIGMA:
+            self.fourth_moment = 3.0 * self.variance**2
+            return
         reach = math.ceil(40.0 * self.sigma) + 5
         x = np.arange(-reach, reach + 1, dtype=np.int64)
         self.fourth_moment = float(
@@ -72,6 +92,35 @@ class DiscreteGaussianLaw:
     def pmf(self, x: NDArray[np.int64]) -> NDArray[np.float64]:
         """P[X = x] (:func:`dpquantile.discrete_gaussian_pmf`)."""
         return discrete_gaussian_pmf(x, self.sigma)
+
+    def outside(self, edge: int) -> float:
+        """P[|X| > edge]."""
+        if self.sigma >= _BINNED_SIGMA:
+            return float(2.0 * stats.norm.sf((edge + 0.5) / self.sigma))
+        inside = np.arange(-edge, edge + 1, dtype=np.int64)
+        return max(0.0, 1.0 - float(np.sum(self.pmf(inside))))
+
+
+class _BinnedLaw:
+    """The law of ⌊(X + h)/w⌋ for X ~ N_ℤ(0, σ²), w = 2h + 1 (bin 0 centred on 0, so the bins
+    are symmetric), with masses from the continuity-corrected normal CDF (large σ only)."""
+
+    def __init__(self, sigma: float) -> None:
+        self.sigma = sigma
+        self.half = int(sigma // 16)
+        self.width = 2 * self.half + 1
+
+    def bin_of(self, samples: NDArray[np.int64]) -> NDArray[np.int64]:
+        return np.floor_divide(samples + self.half, self.width)
+
+    def pmf(self, j: NDArray[np.int64]) -> NDArray[np.float64]:
+        centre = np.asarray(j, dtype=np.float64) * self.width
+        low = (centre - self.half - 0.5) / self.sigma
+        high = (centre + self.half + 0.5) / self.sigma
+        # Differences of survival functions on the right, of CDFs on the left (no cancellation).
+        right = stats.norm.sf(low) - stats.norm.sf(high)
+        left = stats.norm.cdf(high) - stats.norm.cdf(low)
+        return np.asarray(np.where(low > 0, right, left), dtype=np.float64)
 
 
 def discrete_gaussian_law(sigma: float) -> DiscreteGaussianLaw:
@@ -85,6 +134,57 @@ def discrete_gaussian_law(sigma: float) -> DiscreteGaussianLaw:
     return DiscreteGaussianLaw(sigma)
 
 
+@functools.cache
+def mechanism_sigmas() -> dict[str, float]:
+    """The per-client σ (grid units) our noisy releases run at, at reference configurations.
+
+    (ε, δ) = (5, 1e-5) for a 20-round run over 100 clients per round, as in ``secagg-dp
+    train``'s default job: the DP quantile's histogram (Δ-FL's threshold, 64 bins) and a model
+    average of d = 7 850 (KLS21's headline shape) on a 16-bit and on a 32-bit ring. Audit 1 adds
+    them to its σ grid, so the samplers are tested where the mechanisms use them.
+
+    Examples
+    --------
+    >>> sigmas = mechanism_sigmas()
+    >>> sorted(sigmas)[0], 2.0 < sigmas["DP quantile, Δ-FL default job"] < 2.2
+    ('DP quantile, Δ-FL default job', True)
+    """
+    shape = _MECHANISM_SHAPE
+    clients, bins, dimension = int(shape["clients"]), int(shape["bins"]), int(shape["dimension"])
+    plan = RunPrivacyPlan.split(
+        "both",
+        epsilon=shape["epsilon"],
+        delta=1e-5,
+        rounds=int(shape["rounds"]),
+        averages_per_round=1,
+        survivors=clients,
+    )
+    assert plan.threshold_rho is not None
+    scale = quantile_scale(plan.threshold_rho, num_clients=clients, bins=bins)
+    quantile = quantile_mechanism(plan.threshold_rho, num_clients=clients, bins=bins, scale=scale)
+    sigmas = {"DP quantile, Δ-FL default job": quantile.sigma}
+    for bits in (16, 32):
+        settings = AverageSettings(
+            bits=bits,
+            clip=1.0,
+            noise=plan.noise(),
+            rotate=True,
+            rounding_beta=KLS21_ROUNDING_BETA,
+            denominator="survivors",
+        )
+        result = secure_weighted_average(
+            np.zeros((clients, dimension)),
+            np.ones(clients),
+            settings=settings,
+            weight_cap=1.0,
+            secure=False,
+            seed=0,
+        )
+        assert result.event is not None
+        sigmas[f"model average, {bits}-bit ring"] = float(result.event.sigma)
+    return sigmas
+
+
 def _two_sided(z: float) -> float:
     return float(2.0 * stats.norm.sf(abs(z)))
 
@@ -92,9 +192,15 @@ def _two_sided(z: float) -> float:
 def _fit_tests(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict[str, Any]:
     """χ² (tail bins), variance z, log-slope z and symmetry z, each with a p-value."""
     n = samples.size
+    # At large σ the χ² and the log-slope test run on bins of ≈ σ/8 integers (_BINNED_SIGMA).
+    shape: DiscreteGaussianLaw | _BinnedLaw = law
+    points = samples
+    if law.sigma >= _BINNED_SIGMA:
+        shape = _BinnedLaw(law.sigma)
+        points = shape.bin_of(samples)
     # Expected counts ≥ 20 per bin (not Cochran's 5): Pearson's χ² tail stays close to the χ²
     # law out at the Bonferroni level α/m ≈ 3e-8, where small-count bins would fatten it.
-    chi = chi_square_against_pmf(samples, law.pmf, min_expected=20.0)
+    chi = chi_square_against_pmf(points, shape.pmf, min_expected=20.0)
     # Variance (mean known to be 0): z = (mean(X²) − Var)/√((E X⁴ − Var²)/n).
     second = float(np.mean(samples.astype(np.float64) ** 2))
     variance_z = (second - law.variance) / math.sqrt(
@@ -103,12 +209,12 @@ def _fit_tests(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict[str
     # Log-slope: within disjoint magnitude pairs (2j, 2j+1) the split is Binomial with success
     # w(2j+1)/(w(2j) + w(2j+1)), w(0) = p(0), w(k) = 2p(k): independent given the pair totals,
     # and every split tilts the same way if σ is off (log p is −x²/2σ² + const).
-    magnitudes = np.abs(samples)
+    magnitudes = np.abs(points)
     counts = np.bincount(magnitudes, minlength=2).astype(np.float64)
     if counts.size % 2:
         counts = np.append(counts, 0.0)
     ks = np.arange(counts.size, dtype=np.int64)
-    weights = law.pmf(ks) * np.where(ks == 0, 1.0, 2.0)
+    weights = shape.pmf(ks) * np.where(ks == 0, 1.0, 2.0)
     low, high = counts[0::2], counts[1::2]
     totals = low + high
     success = weights[1::2] / np.maximum(weights[0::2] + weights[1::2], 1e-300)
@@ -124,8 +230,7 @@ def _fit_tests(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict[str
     tails: dict[str, Any] = {}
     for k in _TAIL_MULTIPLES:
         edge = math.floor(k * law.sigma)
-        inside = np.arange(-edge, edge + 1, dtype=np.int64)
-        mass = max(0.0, 1.0 - float(np.sum(law.pmf(inside))))
+        mass = law.outside(edge)
         observed = int(np.count_nonzero(np.abs(samples) > edge))
         low, high = stats.binom.cdf(observed, n, mass), stats.binom.sf(observed - 1, n, mass)
         tails[f"tail{k}_p"] = float(min(1.0, 2.0 * min(low, high)))
@@ -182,7 +287,9 @@ def audit_sampler_fit(
         The implementation.
     tier
         ``"fast"`` (σ ∈ {0.5, 1, 3, 3.7, 10, 64.5, 100, 100.3}: every code path of both samplers;
-        2e5 exact / 1e6 table draws each) or ``"deep"``.
+        2e5 exact / 1e6 table draws each) or ``"deep"``; both add :func:`mechanism_sigmas`, the σ
+        the DP quantile and the noisy model averages run at (≈ 2.09, 300 and 2·10⁷; from
+        σ = 1000 on the χ² and log-slope tests use bins of ≈ σ/8 integers).
     seed
         Seed of the sampling streams (each (sampler, σ) gets its own).
     sigmas, samples
@@ -200,7 +307,8 @@ def audit_sampler_fit(
     samplers = list(target.samplers())
     if not samplers:
         return not_applicable(1, "sampler-fit", target.name, "no discrete Gaussian sampler")
-    grid = tuple(sigmas) if sigmas is not None else _FIT_SIGMAS[tier]
+    used = mechanism_sigmas() if sigmas is None else {}
+    grid = tuple(sigmas) if sigmas is not None else _FIT_SIGMAS[tier] + tuple(used.values())
     tests = len(_FIT_TESTS) * len(samplers) * len(grid)
     per_test = FAMILY_ALPHA / tests
     cells: list[dict[str, Any]] = []
@@ -254,6 +362,7 @@ def audit_sampler_fit(
             "plot_pmf": plot,
             "sigma_shortfall_detected": worst,
             "tail_cut_detected_cells": {f"{k}σ": cut[k] for k in (4, 5)},
+            "mechanism_sigmas": used,
         },
         seconds=time.perf_counter() - start,
         power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z); a tail "

@@ -115,6 +115,42 @@ def test_sampler_fit_catches_a_tail_cut_beyond_4_sigma() -> None:
     assert honest.verdict is Verdict.PASS
 
 
+class _ShortAtLargeSigma:
+    """Our fast sampler, but 5 % short on σ above 10⁴ (a precision bug where the averages run)."""
+
+    name = "short-at-large-sigma"
+    exact = False
+    constant_time = False
+    tv_bound = 0.0
+    sampling_modules: tuple[str, ...] = ()
+
+    def prepare(self, sigma: float) -> Any:
+        inner = OurTarget().samplers()[1].prepare(sigma * 0.95 if sigma > 1e4 else sigma)
+        return inner
+
+
+def test_sampler_fit_tests_the_sigmas_the_mechanisms_run_at() -> None:
+    from audits.sampler_audits import mechanism_sigmas  # noqa: PLC0415
+
+    used = mechanism_sigmas()
+    # The DP quantile near σ = 2, a 16-bit model average in the hundreds, a 32-bit one ≈ 2·10⁷.
+    assert min(used.values()) < 3 and max(used.values()) > 1e6
+
+    class Target(_Base):
+        def samplers(self) -> Sequence[Any]:
+            return (_ShortAtLargeSigma(),)
+
+    result = audit_sampler_fit(Target())
+    assert result.verdict is Verdict.FAIL
+    # Every finding is at a large σ: the σ ≤ 10⁴ cells are our own sampler, exact.
+    assert all(float(f.split("σ=")[1].split(":")[0]) > 1e4 for f in result.findings)
+    large = [c for c in result.details["cells"] if c["sigma"] > 1e4]
+    assert large and all(c["variance_p"] < 1e-20 and c["chi2_p"] < 1e-20 for c in large)
+    assert result.details["mechanism_sigmas"] == used
+    # Before the mechanisms' σ joined the grid this bug passed: nothing in it exceeds 100.3.
+    assert audit_sampler_fit(Target(), sigmas=[0.5, 3.7, 64.5, 100.3]).verdict is Verdict.PASS
+
+
 def test_every_capability_matches_its_protocol() -> None:
     target = OurTarget()
     assert isinstance(target, AuditTarget)
