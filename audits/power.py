@@ -22,7 +22,7 @@ import math
 
 from scipy import stats
 
-__all__ = ["POWER", "chi2_variance_shortfall", "sigma_shortfall"]
+__all__ = ["POWER", "chi2_variance_shortfall", "sigma_shortfall", "stuck_fraction"]
 
 POWER = 0.95
 """The power every stated detectable defect is computed at."""
@@ -79,3 +79,28 @@ def chi2_variance_shortfall(coordinates: int, alpha: float, power: float = POWER
     """
     critical = stats.chi2.ppf(alpha, coordinates)
     return float(1.0 - critical / stats.chi2.ppf(power, coordinates))
+
+
+def stuck_fraction(entries: int, cells: int, alpha: float, power: float = POWER) -> float:
+    """The smallest fraction δ of mask entries stuck at one value that audit 8's χ² uniformity
+    test over ``cells`` equiprobable cells detects with probability ≥ ``power`` at ``alpha``.
+
+    Stuck entries make one cell's probability δ + (1 − δ)/K and every other (1 − δ)/K, so
+    Pearson's statistic is noncentral χ²_{K−1} with λ = N·K·Σ(pᵢ − 1/K)² = N·δ²·(K − 1)
+    (Cochran 1952; the large-N approximation, N ≫ K).
+
+    Examples
+    --------
+    >>> round(stuck_fraction(65_536, 16, 1e-8), 4)   # a 4-bit slice of 2^16 mask entries
+    0.0092
+    """
+    critical = stats.chi2.isf(alpha, cells - 1)
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2.0
+        noncentrality = entries * middle**2 * (cells - 1)
+        if stats.ncx2.sf(critical, cells - 1, noncentrality) >= power:
+            high = middle
+        else:
+            low = middle
+    return high

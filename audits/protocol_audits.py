@@ -16,6 +16,7 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from audits._quiet import quiet_library_warnings
+from audits.power import stuck_fraction
 from audits.records import FAMILY_ALPHA, AuditResult, Tier, Verdict, check_tier, not_applicable
 from audits.targets import (
     AuditTarget,
@@ -524,6 +526,17 @@ def _uniformity(values: NDArray[np.uint64], bits: int) -> dict[str, float] | Non
     return out
 
 
+def _stuck_detected(entries: int, alpha: float, rings: Sequence[int]) -> dict[str, float]:
+    """What the uniformity χ² tests catch with 95 % power: the fraction of entries stuck at one
+    value, on the narrowest ring tested whole (fewest cells, least power) and per 4-bit slice."""
+    narrowest = min(rings)
+    cells = 1 << (narrowest if narrowest <= _SLICE + 1 else _SLICE)
+    return {
+        f"whole ring Z_2^{narrowest}": stuck_fraction(entries, cells, alpha),
+        "per 4-bit slice": stuck_fraction(entries, 1 << _SLICE, alpha),
+    }
+
+
 def _mask_checks(
     masks: MaskPRGUnderTest, tier: Tier, seed: int
 ) -> tuple[int, list[str], dict[str, Any]]:
@@ -593,6 +606,7 @@ def _mask_checks(
         "seed_collisions": collisions,
         "session_binding": binding,
         "ring_bits_not_offered": not_offered,
+        "stuck_fraction_detected": _stuck_detected(entries, per_test, _MASK_BITS),
     }
     return tests + 2, unique, details
 
@@ -640,6 +654,7 @@ def _masked_input_checks(
         "entries_per_client": dimension,
         "ring_bits": offered,
         "ring_bits_not_offered": [b for b in _MASKED_INPUT_BITS if b not in offered],
+        "stuck_fraction_detected": _stuck_detected(dimension, per_test, offered),
     }
     return tests, findings, details
 
@@ -797,5 +812,17 @@ def audit_shamir_masks_graph(
         findings=tuple(findings),
         details=details,
         seconds=time.perf_counter() - start,
-        power="exhaustive secrecy and thresholds: any; mask χ²: power not computed",
+        power=_power_statement(details),
     )
+
+
+def _power_statement(details: Mapping[str, Any]) -> str:
+    """Audit 8's power column: deterministic parts catch any defect; the χ² tests a fraction
+    of entries stuck at one value (``_stuck_detected``)."""
+    parts = ["exhaustive secrecy and thresholds: any"]
+    for key, label in (("masks", "masks"), ("masked_inputs", "masked inputs")):
+        stuck = details.get(key, {}).get("stuck_fraction_detected")
+        if stuck:
+            text = ", ".join(f"{100 * v:.1f} % {where}" for where, v in stuck.items())
+            parts.append(f"{label}: entries stuck at one value ≥ {text}")
+    return "; ".join(parts)

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from audits.ours import OurTarget
-from audits.power import chi2_variance_shortfall, sigma_shortfall
+from audits.power import chi2_variance_shortfall, sigma_shortfall, stuck_fraction
 from audits.sampler_audits import DiscreteGaussianLaw
 from audits.suite import run_audits
 from dpquantile import FastDiscreteGaussian
@@ -39,9 +39,21 @@ def test_the_chi2_tests_power_at_its_stated_shortfall_is_95_percent() -> None:
     assert 0.90 <= float(np.mean(stats.chi2.cdf(statistic, coordinates) < alpha)) <= 0.99
 
 
+def test_the_uniformity_tests_power_at_its_stated_stuck_fraction_is_95_percent() -> None:
+    entries, cells, alpha = 4_096, 16, 0.01
+    stuck = stuck_fraction(entries, cells, alpha)
+    rng = np.random.default_rng(11)
+    values = rng.integers(0, cells, size=(TRIALS, entries))
+    values[rng.random(size=values.shape) < stuck] = 0  # each entry stuck at 0 w.p. δ
+    counts = np.stack([np.bincount(row, minlength=cells) for row in values])
+    rejected = stats.chisquare(counts, axis=1).pvalue < alpha
+    assert 0.90 <= float(np.mean(rejected)) <= 0.99
+
+
 def test_more_samples_detect_smaller_defects() -> None:
     assert sigma_shortfall(1.0, 10**6, 1e-8) < sigma_shortfall(1.0, 10**5, 1e-8)
     assert chi2_variance_shortfall(10**5, 1e-8) < chi2_variance_shortfall(10**4, 1e-8)
+    assert stuck_fraction(10**5, 16, 1e-8) < stuck_fraction(10**4, 16, 1e-8)
     assert sigma_shortfall(1.0, 10, 1e-8) == 1.0  # nothing detectable from 10 draws
 
 
