@@ -1,6 +1,6 @@
 """``secagg-dp-audit``: run the audits against our code or Flower's, or run the self-check.
 
-    secagg-dp-audit [--tier fast|deep] [--target ours|flower] [--out DIR] [--self-check]
+    secagg-dp-audit [--tier fast|deep] [--target ours|flower|openfl] [--out DIR] [--self-check]
                     [--matrix] [--false-alarms N] [--seed N] [--only 1,4,8] [--no-plots]
 
 Prints a table (audit, statistic, value, threshold, samples, verdict, τ), writes ``audit.json``,
@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 
 def make_target(name: str) -> AuditTarget:
-    """The adapter for ``ours`` or ``flower`` (Flower imported only here, lazily).
+    """The adapter for ``ours``, ``flower`` or ``openfl`` (the last two imported here, lazily).
 
     Examples
     --------
@@ -60,7 +60,11 @@ def make_target(name: str) -> AuditTarget:
         from audits.flower import FlowerTarget  # noqa: PLC0415
 
         return FlowerTarget()
-    raise ValueError(f"unknown target {name!r}: use 'ours' or 'flower'")
+    if name == "openfl":
+        from audits.openfl import OpenFLTarget  # noqa: PLC0415
+
+        return OpenFLTarget()
+    raise ValueError(f"unknown target {name!r}: use 'ours', 'flower' or 'openfl'")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,11 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
             "secagg-dp-audit --only 1,4 --out audit-report",
             "secagg-dp-audit --self-check --no-plots",
             "secagg-dp-audit --target flower --tier deep",
+            "secagg-dp-audit --target openfl --no-plots",
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     parser.add_argument("--tier", choices=("fast", "deep"), default="fast")
-    parser.add_argument("--target", choices=("ours", "flower"), default="ours")
+    parser.add_argument("--target", choices=("ours", "flower", "openfl"), default="ours")
     parser.add_argument("--out", type=Path, default=Path("audit-report"))
     parser.add_argument("--seed", type=seed_argument, default=0)
     parser.add_argument(
@@ -217,10 +222,15 @@ def _run(args: argparse.Namespace) -> int:
     bar.close()
     meta["seconds"] = time.perf_counter() - start
     _print_results(results)
-    if args.target == "flower":
-        from audits.flower import known_defects  # noqa: PLC0415
+    if args.target in ("flower", "openfl"):
+        if args.target == "flower":
+            from audits.flower import known_defects  # noqa: PLC0415
 
-        meta["defects"] = known_defects(results)
+            meta["defects"] = known_defects(results)
+        else:
+            from audits.openfl import known_defects as openfl_defects  # noqa: PLC0415
+
+            meta["defects"] = openfl_defects(results, target.leaks(args.seed))  # type: ignore[attr-defined]
         print()
         for row in meta["defects"]:
             print(f"{row['status']:>12}  (audit {row['audit']})  {row['defect']}")
