@@ -159,7 +159,8 @@ def _ensure_identity(f: SimpleNamespace) -> None:
 class LoopbackGrid:
     """In-process Flower ``Grid``: each message through Flower's protobuf serde to
     ``secaggplus_mod`` and back, with the books a benchmark needs (per stage: the clients'
-    seconds and which node each was, bytes each way; ``seconds`` in all).
+    seconds and which node each was, bytes each way; ``seconds`` in all). A node whose mod
+    raises answers with an error message, as Flower's ClientApp runtime does.
 
     Examples
     --------
@@ -193,7 +194,13 @@ class LoopbackGrid:
                 continue
             inbound, down = self._wire(message)
             start = time.perf_counter()
-            answer = self.f.mod.secaggplus_mod(inbound, self.contexts[destination], self.train)
+            try:
+                answer = self.f.mod.secaggplus_mod(inbound, self.contexts[destination], self.train)
+            except Exception as exc:  # what Flower's ClientApp runtime does
+                # run_clientapp.py: a raising ClientApp answers with an error message
+                # (CLIENT_APP_RAISED_EXCEPTION = 2), which the server's workflow skips.
+                error = self.f.app.Error(code=2, reason=f"{type(exc)}:<'{exc}'>")
+                answer = self.f.app.Message(error, reply_to=inbound)
             self.client_seconds.setdefault(stage, []).append(time.perf_counter() - start)
             self.client_nodes.setdefault(stage, []).append(destination)
             reply, up = self._wire(answer)
@@ -809,18 +816,33 @@ def known_defects(results: Sequence[AuditResult]) -> list[dict[str, str]]:
     )
 
     def malicious_server(result: AuditResult) -> tuple[bool, str]:
-        won = [o for o in result.details["outcomes"] if o["succeeded"]]
+        won = [o for o in result.details["outcomes"] if o["succeeded"] and o["exposed"]]
         return bool(won), (
             "; ".join(f"{o['attack']} ({o['graph']}) recovered the victim's update" for o in won)
             or "no attack recovered an update"
         )[:200]
 
+    def bad_client(result: AuditResult) -> tuple[bool, str]:
+        won = [o for o in result.details["outcomes"] if o["kind"] == "client" and o["succeeded"]]
+        return bool(won), (
+            "; ".join(f"{o['attack']} ({o['graph']}): {o['stopped_by']}" for o in won[:2])
+            or "every client attack left a correct round"
+        )[:200]
+
+    ten = _by_number(results, 10)
     add(
         "a malicious server recovers a client's update (substituted keys, inconsistent views)",
         10,
-        _by_number(results, 10),
+        ten,
         ["outcomes"],
         malicious_server,
+    )
+    add(
+        "one node sinks the round (garbage share ciphertexts, a malformed masked vector)",
+        10,
+        ten,
+        ["outcomes"],
+        bad_client,
     )
     return rows
 
@@ -830,9 +852,15 @@ def known_defects(results: Sequence[AuditResult]) -> list[dict[str, str]]:
 
 class _Tap:
     """The adversary's hand on a :class:`FlowerRound`'s grid: rewrites the server's messages
-    before they leave and records every message each way (the server's whole view)."""
+    before they leave (and, for a client attack, one client's replies before the server reads
+    them) and records every message each way (the server's whole view)."""
 
-    def __init__(self, round_: FlowerRound, rewrite: Callable[[str, int, Any], None]) -> None:
+    def __init__(
+        self,
+        round_: FlowerRound,
+        rewrite: Callable[[str, int, Any], None],
+        rewrite_reply: Callable[[str, int, Any], None] | None = None,
+    ) -> None:
         self.round, self.rewrite = round_, rewrite
         self.sent: dict[str, dict[int, Any]] = {}
         self.received: dict[str, dict[int, Any]] = {}
@@ -854,6 +882,8 @@ class _Tap:
                     message.content.config_records[consts.RECORD_KEY_CONFIGS][consts.Key.STAGE]
                 )
                 config = reply.content.config_records[consts.RECORD_KEY_CONFIGS]
+                if rewrite_reply is not None:  # a malicious client's hand on its own reply
+                    rewrite_reply(stage, reply.metadata.src_node_id, config)
                 self.received.setdefault(stage, {})[reply.metadata.src_node_id] = config
             return replies
 
@@ -1057,9 +1087,65 @@ def _flower_inconsistent_views(
     )
 
 
+def _flower_client_attack(
+    f: SimpleNamespace,
+    neighbors: int | None,
+    seed: int,
+    attack: str,
+    rewrite_reply: Callable[[FlowerRound, int, str, int, Any], None],
+) -> AttackOutcome:
+    """One node rewrites its own reply; the attack succeeds unless the round completes with the
+    exact mean of the honest nodes (the attacker left out) or of every node."""
+    round_ = _flower_round(f, neighbors, seed)
+    attacker = round_.node_ids[-1]
+
+    def reply(stage: str, node: int, config: Any) -> None:
+        if node == attacker:
+            rewrite_reply(round_, attacker, stage, node, config)
+
+    _Tap(round_, lambda *_: None, reply)
+    halted = round_.run()
+    value = round_.aggregate()
+    honest = [v for v in round_.node_ids if v != attacker]
+    # Flower quantises each update to its target range: a few steps of the mean's scale.
+    correct = (
+        halted is None
+        and value is not None
+        and any(
+            bool(np.allclose(value, round_.expected(members), atol=1e-3))
+            for members in (honest, round_.node_ids)
+        )
+    )
+    stopped = "" if not correct else "the round completed with the exact mean"
+    if not correct:
+        reason = f"round stopped at {halted}" if halted else "the mean is wrong"
+        stopped = f"{reason}; {'; '.join(round_.warnings[:2])}"[:300]
+    graph = "complete" if neighbors is None else "secagg+ k=6"
+    return AttackOutcome(attack, "client", "semi-honest", graph, (), correct, stopped)
+
+
+def _garbage_ciphertexts(round_: FlowerRound, attacker: int, stage: str, node: int, c: Any) -> None:
+    if stage == "share_keys":
+        key = round_.f.consts.Key
+        rng = np.random.default_rng(attacker % 2**32)
+        c[key.CIPHERTEXT_LIST] = [
+            rng.integers(0, 256, len(x), dtype=np.uint8).tobytes() for x in c[key.CIPHERTEXT_LIST]
+        ]
+
+
+def _malformed_masked_input(
+    round_: FlowerRound, attacker: int, stage: str, node: int, c: Any
+) -> None:
+    if stage == "collect_masked_vectors":
+        key, common = round_.f.consts.Key, round_.f.common
+        vectors = [common.bytes_to_ndarray(b) for b in c[key.MASKED_PARAMETERS]]
+        c[key.MASKED_PARAMETERS] = [common.ndarray_to_bytes(np.append(v, v[:1])) for v in vectors]
+
+
 class _FlowerAttackSurface:
     """Flower 1.42's SecAgg+ (one mode, semi-honest: nothing authenticates the server's
-    messages) under the server attacks a Flower SuperLink/ServerApp could run."""
+    messages) under the server attacks a Flower SuperLink/ServerApp could run and two attacks
+    by one node on its own replies."""
 
     threat_models: tuple[str, ...] = ("semi-honest",)
 
@@ -1067,11 +1153,15 @@ class _FlowerAttackSurface:
         self.f = f
 
     def resists(self, threat_model: str, kind: str) -> bool:
-        """Flower's SecAgg+ claims no protection against a server that deviates."""
-        return kind == "client"
+        """Flower's SecAgg+ claims to survive dropouts, not a server or a client that deviates
+        (as in Bonawitz et al. 2017's semi-honest protocol, a share that does not decrypt ends
+        the recipient's round)."""
+        return False
 
     def attacks(self) -> Sequence[AttackSpec]:
-        """Substituted keys and inconsistent unmask views, on Flower's messages."""
+        """Substituted keys and inconsistent unmask views on Flower's messages; two client
+        attacks by one node on its own replies (garbage share ciphertexts, a malformed masked
+        vector)."""
         f = self.f
         return (
             AttackSpec(
@@ -1085,6 +1175,22 @@ class _FlowerAttackSurface:
                 "server",
                 "half the victim's neighbours are told it survived, half that it dropped",
                 lambda _mode, k, seed: _flower_inconsistent_views(f, k, seed),
+            ),
+            AttackSpec(
+                "unauthentic-ciphertexts",
+                "client",
+                "one node sends random bytes as its encrypted shares",
+                lambda _mode, k, seed: _flower_client_attack(
+                    f, k, seed, "unauthentic-ciphertexts", _garbage_ciphertexts
+                ),
+            ),
+            AttackSpec(
+                "malformed-masked-input",
+                "client",
+                "one node sends a masked vector one entry too long",
+                lambda _mode, k, seed: _flower_client_attack(
+                    f, k, seed, "malformed-masked-input", _malformed_masked_input
+                ),
             ),
         )
 
