@@ -37,16 +37,11 @@ from audits.attacks import AttackOutcome, AttackSpec, AttackSurface
 from audits.privacy_audits import REFERENCE_DELTA
 from audits.records import AuditResult, Verdict
 from audits.targets import (
-    AccountantUnderTest,
-    DropoutNoise,
-    GraphParametersUnderTest,
-    KnownAnswer,
+    FixedFieldSharing,
     MaskPRGUnderTest,
     NeighbouringMechanism,
-    NoisyAverageUnderTest,
     OverflowProbe,
-    SamplerUnderTest,
-    SansIOSecureSum,
+    PartialTarget,
     SecretSharingUnderTest,
     SecureSumUnderTest,
 )
@@ -560,7 +555,7 @@ class _FlowerMasks:
         return np.asarray(values, dtype=np.uint64)
 
 
-class _FlowerShamir:
+class _FlowerShamir(FixedFieldSharing):
     secret_bytes = 32
 
     def __init__(self, f: SimpleNamespace) -> None:
@@ -576,26 +571,12 @@ class _FlowerShamir:
         except ValueError:
             return None
 
-    def evaluate(
-        self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int
-    ) -> list[int] | None:
-        return None  # GF(2^128) only: no tiny field to enumerate
 
-    def share_in_field(
-        self,
-        secret: int,
-        *,
-        copies: int,
-        threshold: int,
-        points: Sequence[int],
-        prime: int,
-        seed: int,
-    ) -> NDArray[np.int64] | None:
-        return None
-
-
-class FlowerTarget:
-    """Flower 1.42's SecAgg+: masks, Shamir and whole rounds (workflow + client mod).
+class FlowerTarget(PartialTarget):
+    """Flower 1.42's SecAgg+: masks, Shamir and whole rounds (workflow + client mod), and
+    ``LocalDpMod``. No discrete Gaussian sampler, accountant, noisy secure aggregate, SecAgg+
+    parameter choice (Flower takes the degree and threshold from its user) or sans-I/O server
+    (its server is a workflow bound to a grid, not a message-in party).
 
     Examples
     --------
@@ -613,29 +594,9 @@ class FlowerTarget:
         """Flower's version."""
         return {"implementation": "flwr", "version": importlib.metadata.version("flwr")}
 
-    def samplers(self) -> Sequence[SamplerUnderTest]:
-        """None: Flower has no discrete Gaussian sampler."""
-        return ()
-
-    def known_answers(self) -> Sequence[KnownAnswer]:
-        """None."""
-        return ()
-
-    def accountant(self) -> AccountantUnderTest | None:
-        """None: Flower has no privacy accountant."""
-        return None
-
     def mechanisms(self) -> Sequence[NeighbouringMechanism]:
         """``LocalDpMod`` (Flower's only release with an (ε, δ) claim) at ε = 50, δ = 1e-10."""
         return (_LocalDpMechanism(self._f, LOCAL_DP_EPSILON, REFERENCE_DELTA),)
-
-    def dropout_noise(self) -> Sequence[DropoutNoise]:
-        """None."""
-        return ()
-
-    def sans_io(self) -> SansIOSecureSum | None:
-        """None: Flower's server is a workflow bound to a grid, not a message-in party."""
-        return None
 
     def secure_sum(self) -> SecureSumUnderTest | None:
         """Whole rounds through Flower's workflow and client mod."""
@@ -648,14 +609,6 @@ class FlowerTarget:
     def secret_sharing(self) -> SecretSharingUnderTest | None:
         """``create_shares`` / ``combine_shares``."""
         return _FlowerShamir(self._f)
-
-    def graph_parameters(self) -> GraphParametersUnderTest | None:
-        """None: Flower takes the degree and threshold from its user."""
-        return None
-
-    def noisy_average(self) -> NoisyAverageUnderTest | None:
-        """None."""
-        return None
 
     def attack_surface(self) -> AttackSurface | None:
         """A malicious server rewriting Flower's SecAgg+ messages in flight (the grid)."""

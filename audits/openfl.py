@@ -45,19 +45,7 @@ from numpy.typing import NDArray
 
 from audits.attacks import AttackOutcome, AttackSpec, AttackSurface
 from audits.records import AuditResult, Verdict
-from audits.targets import (
-    AccountantUnderTest,
-    DropoutNoise,
-    GraphParametersUnderTest,
-    KnownAnswer,
-    MaskPRGUnderTest,
-    NeighbouringMechanism,
-    NoisyAverageUnderTest,
-    SamplerUnderTest,
-    SansIOSecureSum,
-    SecretSharingUnderTest,
-    SecureSumUnderTest,
-)
+from audits.targets import FixedFieldSharing, PartialTarget, SecretSharingUnderTest
 
 __all__ = ["OPENFL_VERSION", "OpenFLRound", "OpenFLTarget", "known_defects", "load_openfl"]
 
@@ -289,7 +277,7 @@ class _OpenFLAttackSurface:
         return _recovers(round_, own, 1) and not _recovers(round_, other, 1)
 
 
-class _OpenFLShamir:
+class _OpenFLShamir(FixedFieldSharing):
     """``create_secret_shares`` / ``reconstruct_secret`` (pycryptodome over GF(2^128))."""
 
     secret_bytes = 8  # the private seed, a packed float64
@@ -306,23 +294,6 @@ class _OpenFLShamir:
             return bytes(self.f.secagg.reconstruct_secret(dict(shares)))
         except ValueError:  # a wrong padding after combining too few shares
             return None
-
-    def evaluate(
-        self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int
-    ) -> list[int] | None:
-        return None  # GF(2^128) only
-
-    def share_in_field(
-        self,
-        secret: int,
-        *,
-        copies: int,
-        threshold: int,
-        points: Sequence[int],
-        prime: int,
-        seed: int,
-    ) -> NDArray[np.int64] | None:
-        return None
 
 
 def scalar_mask_leaks(f: SimpleNamespace, seed: int) -> dict[str, Any]:
@@ -352,8 +323,10 @@ def scalar_mask_leaks(f: SimpleNamespace, seed: int) -> dict[str, Any]:
     }
 
 
-class OpenFLTarget:
-    """OpenFL 1.9's secure aggregation: its Shamir, whole setups and a masked round.
+class OpenFLTarget(PartialTarget):
+    """OpenFL 1.9's secure aggregation: its Shamir, whole setups and a masked round. No sampler,
+    accountant, noisy release, sparse graph or sans-I/O parties; its masks are real numbers, not
+    elements of a ring Z_M (no mask PRG or secure sum to test on Z_M; see the module note).
 
     Examples
     --------
@@ -371,49 +344,9 @@ class OpenFLTarget:
         """OpenFL's version."""
         return {"implementation": "openfl", "version": importlib.metadata.version("openfl")}
 
-    def samplers(self) -> Sequence[SamplerUnderTest]:
-        """None: OpenFL has no discrete Gaussian sampler."""
-        return ()
-
-    def known_answers(self) -> Sequence[KnownAnswer]:
-        """None."""
-        return ()
-
-    def accountant(self) -> AccountantUnderTest | None:
-        """None."""
-        return None
-
-    def mechanisms(self) -> Sequence[NeighbouringMechanism]:
-        """None."""
-        return ()
-
-    def dropout_noise(self) -> Sequence[DropoutNoise]:
-        """None."""
-        return ()
-
-    def sans_io(self) -> SansIOSecureSum | None:
-        """None."""
-        return None
-
-    def secure_sum(self) -> SecureSumUnderTest | None:
-        """None: its masks are real numbers, not elements of a ring Z_M (see the module note)."""
-        return None
-
-    def mask_prg(self) -> MaskPRGUnderTest | None:
-        """None: one float in [0, 1) per seed, no mask vector on Z_M."""
-        return None
-
     def secret_sharing(self) -> SecretSharingUnderTest | None:
         """``create_secret_shares`` / ``reconstruct_secret``."""
         return _OpenFLShamir(self._f)
-
-    def graph_parameters(self) -> GraphParametersUnderTest | None:
-        """None: every collaborator shares with every other (threshold n of n)."""
-        return None
-
-    def noisy_average(self) -> NoisyAverageUnderTest | None:
-        """None."""
-        return None
 
     def attack_surface(self) -> AttackSurface | None:
         """The honest-but-curious aggregator, on OpenFL's own setup."""

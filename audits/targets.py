@@ -8,7 +8,9 @@ state machine drives parties that take a message and return messages), :class:`S
 (black-box round checks), :class:`MaskPRGUnderTest`, :class:`SecretSharingUnderTest` and
 :class:`GraphParametersUnderTest`; the one-run canary audit (9) uses
 :class:`NoisyAverageUnderTest`. Our implementation's adapter is :class:`audits.ours.OurTarget`;
-Flower's SecAgg+ is :class:`audits.flower.FlowerTarget`.
+Flower's SecAgg+ is :class:`audits.flower.FlowerTarget`, OpenFL's
+:class:`audits.openfl.OpenFLTarget`; both start from :class:`PartialTarget` (every capability
+absent) and override what they offer.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ __all__ = [
     "AuditTarget",
     "Draw",
     "DropoutNoise",
+    "FixedFieldSharing",
     "GraphParametersUnderTest",
     "KnownAnswer",
     "MaskPRGUnderTest",
     "NeighbouringMechanism",
     "NoisyAverageUnderTest",
     "OverflowProbe",
+    "PartialTarget",
     "SamplerUnderTest",
     "SansIOSecureSum",
     "SecretSharingUnderTest",
@@ -530,3 +534,101 @@ class AuditTarget(Protocol):
     def attack_surface(self) -> AttackSurface | None:
         """The secure sum as the attack audits drive it (:class:`audits.attacks.AttackSurface`)."""
         ...
+
+
+class FixedFieldSharing:
+    """Shamir over one fixed field (GF(2^128) in Flower and OpenFL): no tiny field to enumerate,
+    so audit 8's exhaustive and sampled secrecy checks are ``n/a`` for it.
+
+    Examples
+    --------
+    >>> FixedFieldSharing().evaluate(1, [1], [1, 2], 5) is None
+    True
+    """
+
+    def evaluate(
+        self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int
+    ) -> list[int] | None:
+        """``None``: the field is fixed."""
+        return None
+
+    def share_in_field(
+        self,
+        secret: int,
+        *,
+        copies: int,
+        threshold: int,
+        points: Sequence[int],
+        prime: int,
+        seed: int,
+    ) -> NDArray[np.int64] | None:
+        """``None``: the field is fixed."""
+        return None
+
+
+class PartialTarget:
+    """A target that offers no capability; an adapter overrides the ones its implementation has
+    (every audit whose capability stays absent reports ``n/a``).
+
+    Examples
+    --------
+    >>> class Nothing(PartialTarget):
+    ...     name = "nothing"
+    >>> target = Nothing()
+    >>> target.samplers(), target.secure_sum(), isinstance(target, AuditTarget)
+    ((), None, True)
+    """
+
+    name = "partial"
+
+    def describe(self) -> Mapping[str, str]:
+        """No version information."""
+        return {}
+
+    def samplers(self) -> Sequence[SamplerUnderTest]:
+        """None."""
+        return ()
+
+    def known_answers(self) -> Sequence[KnownAnswer]:
+        """None."""
+        return ()
+
+    def accountant(self) -> AccountantUnderTest | None:
+        """None."""
+        return None
+
+    def mechanisms(self) -> Sequence[NeighbouringMechanism]:
+        """None."""
+        return ()
+
+    def dropout_noise(self) -> Sequence[DropoutNoise]:
+        """None."""
+        return ()
+
+    def sans_io(self) -> SansIOSecureSum | None:
+        """None."""
+        return None
+
+    def secure_sum(self) -> SecureSumUnderTest | None:
+        """None."""
+        return None
+
+    def mask_prg(self) -> MaskPRGUnderTest | None:
+        """None."""
+        return None
+
+    def secret_sharing(self) -> SecretSharingUnderTest | None:
+        """None."""
+        return None
+
+    def graph_parameters(self) -> GraphParametersUnderTest | None:
+        """None."""
+        return None
+
+    def noisy_average(self) -> NoisyAverageUnderTest | None:
+        """None."""
+        return None
+
+    def attack_surface(self) -> AttackSurface | None:
+        """None."""
+        return None

@@ -220,7 +220,7 @@ def run_rounds(
         start = time.perf_counter()
         current["round"] = server_round
         fresh = session is None or session.remaining == 0
-        if session is None or session.remaining == 0:
+        if session is None or fresh:
             session = open_session(server_round, nodes)
         content = RecordDict(
             {
