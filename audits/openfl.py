@@ -32,11 +32,13 @@ installed without its dependencies next to the few its secure-aggregation path i
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -81,6 +83,18 @@ def load_openfl() -> SimpleNamespace:
             f"the OpenFL target needs openfl=={OPENFL_VERSION} ({error}): "
             'pip install -e ".[openfl]" && pip install --no-deps "openfl==1.9"'
         ) from error
+
+
+@contextlib.contextmanager
+def _global_rngs_restored() -> Iterator[None]:
+    """OpenFL seeds Python's global ``random`` (its mask PRG) and draws its private seeds from
+    numpy's global generator; restore both so that auditing it leaves the caller's state alone."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()  # noqa: NPY002
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)  # noqa: NPY002 (OpenFL uses the legacy global)
 
 
 class _Store:
@@ -158,17 +172,18 @@ class OpenFLRound:
             callback.set_tensor_db(self.stores[name])
             callback.name, callback.client = name, client
             self.callbacks.append(callback)
-        # SecAggBootstrapping.on_experiment_begin's steps, each for every collaborator in turn.
-        for callback in self.callbacks:
-            callback._generate_keys()
-        keys = [callback._fetch_public_keys() for callback in self.callbacks]
-        for callback, public in zip(self.callbacks, keys, strict=True):
-            callback._generate_ciphertexts(public)
-        for callback, public in zip(self.callbacks, keys, strict=True):
-            callback._decrypt_ciphertexts(public)
-        for callback in self.callbacks:
-            callback._save_mask_tensors()
-        self.masked = np.stack([self._masked(i) for i in range(n)])
+        with _global_rngs_restored():
+            # SecAggBootstrapping.on_experiment_begin's steps, each for every collaborator.
+            for callback in self.callbacks:
+                callback._generate_keys()
+            keys = [callback._fetch_public_keys() for callback in self.callbacks]
+            for callback, public in zip(self.callbacks, keys, strict=True):
+                callback._generate_ciphertexts(public)
+            for callback, public in zip(self.callbacks, keys, strict=True):
+                callback._decrypt_ciphertexts(public)
+            for callback in self.callbacks:
+                callback._save_mask_tensors()
+            self.masked = np.stack([self._masked(i) for i in range(n)])
 
     def _masked(self, index: int) -> NDArray[np.float64]:
         """What collaborator ``index`` sends: ``Collaborator._apply_masks`` on its update."""
@@ -194,8 +209,9 @@ class OpenFLRound:
         # experiment's masks; a fresh one plays a fresh aggregator process.
         cls = self.f.average.SecureWeightedAverage
         self.f.utilities.SingletonABCMeta._instances.pop(cls, None)
-        average = cls()
-        return np.asarray(average.call(local, self.aggregator_store.rows()), dtype=np.float64)
+        with _global_rngs_restored():
+            total = cls().call(local, self.aggregator_store.rows())
+        return np.asarray(total, dtype=np.float64)
 
     def expected(self) -> NDArray[np.float64]:
         """The true weighted average."""
@@ -215,7 +231,8 @@ class OpenFLRound:
         position = {str(c): int(i) for c, i in rows["indices"]}[name]
         seed = {int(i): s for i, s in rows["private_seeds"]}[position]
         own = [k for k in rows["agreed_keys"] if int(k[0]) == position]
-        mask = float(secagg.pseudo_random_generator(seed) + secagg.calculate_shared_mask(own))
+        with _global_rngs_restored():
+            mask = float(secagg.pseudo_random_generator(seed) + secagg.calculate_shared_mask(own))
         return np.asarray(self.masked[index] - mask, dtype=np.float64)
 
 
