@@ -66,8 +66,9 @@ def test_the_scalar_mask_and_the_weighted_average_defects(openfl: OpenFLTarget) 
     assert leaks["one_scalar_mask"] and leaks["coordinate_differences_error"] < 1e-9
     assert leaks["average_error_equal_weights"] < 1e-9
     assert leaks["average_error_unequal_weights"] > 1e-3
+    assert leaks["average_error_one_dropout"] > 1e-3  # and nothing is raised
     rows = known_defects([audit_attacks(openfl)], leaks)
-    assert [row["status"] for row in rows] == ["confirmed"] * 3
+    assert [row["status"] for row in rows] == ["confirmed"] * 4
 
 
 def test_audit_8_checks_openfls_shamir(openfl: OpenFLTarget) -> None:
@@ -80,4 +81,4 @@ def test_the_cli_reports_the_openfl_defects(tmp_path: Path) -> None:
     code = main(["--target", "openfl", "--only", "8,10", "--no-plots", "--out", str(tmp_path)])
     assert code == 1  # audit 10 fails: the attack succeeds where secure aggregation claims not
     report = json.loads((tmp_path / "audit.json").read_text())
-    assert [row["status"] for row in report["meta"]["defects"]] == ["confirmed"] * 3
+    assert [row["status"] for row in report["meta"]["defects"]] == ["confirmed"] * 4
