@@ -23,6 +23,7 @@ from protocols.training.trainer_results import RoundRecord
 __all__ = [
     "dropout_indices",
     "finish_round",
+    "model_trainer_totals",
     "override",
     "run_rounds",
     "run_totals",
@@ -127,6 +128,20 @@ def run_totals(
         "rho_spent": rho,
         "epsilon_spent": epsilon,
         "privacy": details,
+    }
+
+
+def model_trainer_totals(
+    trainer: Any, history: Sequence[RoundRecord], start: float
+) -> dict[str, Any]:
+    """Fed+'s and FFGB's shared result fields: bytes on the wire, seeds, and :func:`run_totals`
+    with the ``ModelPrivacy`` report (``trainer``: a ``FedPlusTrainer`` or ``FFGBTrainer``)."""
+    privacy = (None, None, None) if trainer.privacy is None else trainer.privacy.report()
+    return {
+        "upload_bytes": trainer.upload_bytes,
+        "payload_bytes": trainer.payload_bytes,
+        "seeds": {"seed": trainer.config.seed, "dataset_seed": trainer.dataset.seed},
+        **run_totals(history, dataset=trainer.dataset, start=start, privacy=privacy),
     }
 
 

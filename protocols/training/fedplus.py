@@ -44,9 +44,9 @@ from protocols.aggregation.secure_average import (
 from protocols.training._round_loop import (
     dropout_indices,
     finish_round,
+    model_trainer_totals,
     override,
     run_rounds,
-    run_totals,
     sample_clients,
 )
 from protocols.training.data import ClientData, FederatedDataset
@@ -778,15 +778,7 @@ class FedPlusTrainer:
             global_errors=ErrorSummary.from_errors(shared),
             curve=tuple(curve),
             num_secure_sums=sum(r.secure_sums for r in history),
-            upload_bytes=self.upload_bytes,
-            payload_bytes=self.payload_bytes,
-            seeds={"seed": config.seed, "dataset_seed": self.dataset.seed},
-            **run_totals(
-                history,
-                dataset=self.dataset,
-                start=start,
-                privacy=(None, None, None) if self.privacy is None else self.privacy.report(),
-            ),
+            **model_trainer_totals(self, history, start),
         )
 
 

@@ -46,9 +46,9 @@ from protocols.aggregation.secure_average import (
 from protocols.training._round_loop import (
     dropout_indices,
     finish_round,
+    model_trainer_totals,
     override,
     run_rounds,
-    run_totals,
     sample_clients,
 )
 from protocols.training.data import ClientData, FederatedDataset
@@ -804,16 +804,8 @@ class FFGBTrainer:
             client_errors=errors,
             errors=ErrorSummary.from_errors(errors),
             curve=tuple(curve),
-            upload_bytes=self.upload_bytes,
-            payload_bytes=self.payload_bytes,
             secure_aggregation_compatible=self.learner.shared_basis,
-            seeds={"seed": config.seed, "dataset_seed": self.dataset.seed},
-            **run_totals(
-                history,
-                dataset=self.dataset,
-                start=start,
-                privacy=(None, None, None) if self.privacy is None else self.privacy.report(),
-            ),
+            **model_trainer_totals(self, history, start),
         )
 
 
