@@ -59,7 +59,7 @@ from protocols.training.models import (
 )
 from protocols.training.privacy import DEFAULT_DP_CLIP, ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
-from protocols.training.trainer_results import ErrorSummary, RoundRecord
+from protocols.training.trainer_results import ErrorSummary, RoundRecord, model_result_record
 from protocols.training.trainers import blas_thread_limit
 from secagg import TooFewSurvivorsError
 from secagg.validation import (
@@ -446,28 +446,9 @@ class FedPlusResult:
         return {
             "algorithm": self.config.algorithm,
             "config": dataclasses.asdict(self.config),
-            "dataset": self.dataset,
-            "dataset_seed": self.dataset_seed,
-            "errors": dataclasses.asdict(self.errors),
+            **model_result_record(self),
             "global_errors": dataclasses.asdict(self.global_errors),
-            "client_ids": list(self.client_ids),
-            "client_errors": [float(e) for e in self.client_errors],
-            "curve": [list(point) for point in self.curve],
-            "num_secure_averages": self.num_secure_averages,
             "num_secure_sums": self.num_secure_sums,
-            "upload_bytes": self.upload_bytes,
-            "payload_bytes": self.payload_bytes,
-            "rounds_skipped": self.rounds_skipped,
-            "dp_covers": self.dp_covers,
-            "model_dp": self.privacy is not None,
-            "rho_spent": self.rho_spent,
-            "epsilon_spent": self.epsilon_spent,
-            "delta": self.config.delta if self.privacy is not None else None,
-            "privacy": self.privacy,
-            "rejected_updates": self.rejected_updates,
-            "wall_time": self.wall_time,
-            "seeds": dict(self.seeds),
-            "history": [dataclasses.asdict(r) for r in self.history],
         }
 
 

@@ -54,7 +54,7 @@ from protocols.training._round_loop import (
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.privacy import ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
-from protocols.training.trainer_results import ErrorSummary, RoundRecord
+from protocols.training.trainer_results import ErrorSummary, RoundRecord, model_result_record
 from protocols.training.trainers import blas_thread_limit
 from protocols.training.weak_learners import (
     FourierRidgeLearner,
@@ -441,28 +441,9 @@ class FFGBResult:
         return {
             "variant": self.config.variant,
             "config": dataclasses.asdict(self.config),
-            "dataset": self.dataset,
-            "dataset_seed": self.dataset_seed,
+            **model_result_record(self),
             "evaluation": self.evaluation,
-            "errors": dataclasses.asdict(self.errors),
-            "client_ids": list(self.client_ids),
-            "client_errors": [float(e) for e in self.client_errors],
-            "curve": [list(point) for point in self.curve],
-            "num_secure_averages": self.num_secure_averages,
-            "upload_bytes": self.upload_bytes,
-            "payload_bytes": self.payload_bytes,
             "secure_aggregation_compatible": self.secure_aggregation_compatible,
-            "rounds_skipped": self.rounds_skipped,
-            "dp_covers": self.dp_covers,
-            "model_dp": self.privacy is not None,
-            "rho_spent": self.rho_spent,
-            "epsilon_spent": self.epsilon_spent,
-            "delta": self.config.delta if self.privacy is not None else None,
-            "privacy": self.privacy,
-            "rejected_updates": self.rejected_updates,
-            "wall_time": self.wall_time,
-            "seeds": dict(self.seeds),
-            "history": [dataclasses.asdict(r) for r in self.history],
         }
 
 

@@ -6,6 +6,7 @@ gives the JSON record the command line and the benchmarks write.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from numpy.typing import NDArray
 
 from protocols.training.trainer_config import TrainerConfig
 
-__all__ = ["ErrorSummary", "RoundRecord", "TrainingResult"]
+__all__ = ["ErrorSummary", "RoundRecord", "TrainingResult", "model_result_record"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,3 +288,42 @@ class TrainingResult:
             record["client_ids"] = list(self.client_ids)
             record["client_errors"] = [float(e) for e in self.client_errors]
         return record
+
+
+def model_result_record(result: Any) -> dict[str, Any]:
+    """The JSON fields Fed+'s and FFGB's results share (``result``: a ``FedPlusResult`` or an
+    ``FFGBResult``); each result's ``to_dict`` adds its own.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> from protocols.training.ffgb import FFGBConfig, train_ffgb
+    >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
+    >>> result = train_ffgb(FFGBConfig(rounds=1, clients_per_round=2, num_features=8), data,
+    ...                     secure=False)
+    >>> record = model_result_record(result)
+    >>> record["model_dp"], record["dp_covers"], len(record["history"])
+    (False, 'nothing (no DP)', 1)
+    """
+    return {
+        "dataset": result.dataset,
+        "dataset_seed": result.dataset_seed,
+        "errors": dataclasses.asdict(result.errors),
+        "client_ids": list(result.client_ids),
+        "client_errors": [float(e) for e in result.client_errors],
+        "curve": [list(point) for point in result.curve],
+        "num_secure_averages": result.num_secure_averages,
+        "upload_bytes": result.upload_bytes,
+        "payload_bytes": result.payload_bytes,
+        "rounds_skipped": result.rounds_skipped,
+        "dp_covers": result.dp_covers,
+        "model_dp": result.privacy is not None,
+        "rho_spent": result.rho_spent,
+        "epsilon_spent": result.epsilon_spent,
+        "delta": result.config.delta if result.privacy is not None else None,
+        "privacy": result.privacy,
+        "rejected_updates": result.rejected_updates,
+        "wall_time": result.wall_time,
+        "seeds": dict(result.seeds),
+        "history": [dataclasses.asdict(r) for r in result.history],
+    }
