@@ -44,6 +44,7 @@ from audits.targets import (
     PartialTarget,
     SecretSharingUnderTest,
     SecureSumUnderTest,
+    load_modules,
 )
 
 __all__ = [
@@ -101,12 +102,7 @@ def load_flower() -> SimpleNamespace:
     >>> load_flower().shamir.__name__  # doctest: +SKIP
     'flwr.common.secure_aggregation.crypto.shamir'
     """
-    try:
-        return SimpleNamespace(**{k: importlib.import_module(v) for k, v in _MODULES.items()})
-    except ImportError as exc:
-        raise ImportError(
-            f"the Flower adapter needs flwr=={FLOWER_VERSION}: pip install 'flwr==1.42.0' ({exc})"
-        ) from exc
+    return load_modules(_MODULES, f"flwr=={FLOWER_VERSION}: pip install 'flwr==1.42.0'")
 
 
 class _Capture(logging.Handler):

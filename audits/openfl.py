@@ -48,7 +48,12 @@ from numpy.typing import NDArray
 
 from audits.attacks import AttackOutcome, AttackSpec, AttackSurface
 from audits.records import AuditResult, Verdict
-from audits.targets import FixedFieldSharing, PartialTarget, SecretSharingUnderTest
+from audits.targets import (
+    FixedFieldSharing,
+    PartialTarget,
+    SecretSharingUnderTest,
+    load_modules,
+)
 
 __all__ = ["OPENFL_VERSION", "OpenFLRound", "OpenFLTarget", "known_defects", "load_openfl"]
 
@@ -77,13 +82,11 @@ def load_openfl() -> SimpleNamespace:
     >>> f.secagg.calculate_mask  # doctest: +SKIP
     <function calculate_mask at ...>
     """
-    try:
-        return SimpleNamespace(**{k: importlib.import_module(m) for k, m in _MODULES.items()})
-    except ImportError as error:
-        raise ImportError(
-            f"the OpenFL target needs openfl=={OPENFL_VERSION} ({error}): "
-            'pip install -e ".[openfl]" && pip install --no-deps "openfl==1.9"'
-        ) from error
+    return load_modules(
+        _MODULES,
+        f'openfl=={OPENFL_VERSION}: pip install -e ".[openfl]" && '
+        'pip install --no-deps "openfl==1.9"',
+    )
 
 
 @contextlib.contextmanager

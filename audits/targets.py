@@ -15,8 +15,10 @@ absent) and override what they offer.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -42,6 +44,7 @@ __all__ = [
     "SansIOSecureSum",
     "SecretSharingUnderTest",
     "SecureSumUnderTest",
+    "load_modules",
 ]
 
 #: ``draw(size, seed)``: ``size`` samples from a stream determined by ``seed`` (the sampling path).
@@ -632,3 +635,22 @@ class PartialTarget:
     def attack_surface(self) -> AttackSurface | None:
         """None."""
         return None
+
+
+def load_modules(modules: Mapping[str, str], requirement: str) -> SimpleNamespace:
+    """Import an implementation's modules for its adapter, or raise ``ImportError`` naming
+    ``requirement`` (what to install) and the import that failed.
+
+    Examples
+    --------
+    >>> load_modules({"json": "json"}, "nothing").json.__name__
+    'json'
+    >>> load_modules({"x": "no_such_module_here"}, "pip install x")
+    Traceback (most recent call last):
+    ...
+    ImportError: this adapter needs pip install x (No module named 'no_such_module_here')
+    """
+    try:
+        return SimpleNamespace(**{k: importlib.import_module(m) for k, m in modules.items()})
+    except ImportError as error:
+        raise ImportError(f"this adapter needs {requirement} ({error})") from error

@@ -115,14 +115,10 @@ def test_sampler_fit_catches_a_tail_cut_beyond_4_sigma() -> None:
     assert honest.verdict is Verdict.PASS
 
 
-class _ShortAtLargeSigma:
+class _ShortAtLargeSigma(_TruncatedSampler):
     """Our fast sampler, but 5 % short on σ above 10⁴ (a precision bug where the averages run)."""
 
     name = "short-at-large-sigma"
-    exact = False
-    constant_time = False
-    tv_bound = 0.0
-    sampling_modules: tuple[str, ...] = ()
 
     def prepare(self, sigma: float) -> Any:
         inner = OurTarget().samplers()[1].prepare(sigma * 0.95 if sigma > 1e4 else sigma)
