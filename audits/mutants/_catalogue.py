@@ -223,11 +223,9 @@ def _noise_skipped() -> contextlib.AbstractContextManager[None]:
     """Secure-average clients skip their noise share; the event still claims the noise."""
     original = secure_average._client_row
 
-    def _client_row(
-        clients: Any, index: int, plan: Any, bounds: Any, root: Any, **options: Any
-    ) -> Any:
+    def _client_row(clients: Any, index: int, plan: Any, root: Any, **options: Any) -> Any:
         quiet = dataclasses.replace(plan, mechanism=None)
-        return original(clients, index, quiet, bounds, root, **options)
+        return original(clients, index, quiet, root, **options)
 
     return _patched((vars(secure_average), "_client_row", _client_row))
 

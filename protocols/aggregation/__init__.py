@@ -11,6 +11,11 @@ Every entry point has ``secure=False`` for plain numpy that agrees to quantisati
 
 from __future__ import annotations
 
+from protocols.aggregation.encoding import (
+    WEIGHT_COORDINATE_SCALE,
+    ContributionLayout,
+    DecodedSum,
+)
 from protocols.aggregation.fedplus import (
     REGULARIZERS,
     CoordinateAverageResult,
@@ -42,7 +47,6 @@ from protocols.aggregation.iterative import (
     run_iterative_aggregate,
 )
 from protocols.aggregation.secure_average import (
-    WEIGHT_COORDINATE_SCALE,
     AverageResult,
     AverageSettings,
     DiscreteGaussianNoise,
@@ -69,8 +73,10 @@ __all__ = [
     "AverageResult",
     "AverageSettings",
     "CallPlan",
+    "ContributionLayout",
     "Contributions",
     "CoordinateAverageResult",
+    "DecodedSum",
     "DiscreteGaussianNoise",
     "EffectiveWeightError",
     "FedPlusAggregate",

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from dpquantile import (
 from protocols.aggregation._arrays import as_matrix, row_norms
 from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from protocols.aggregation._rotation import Rotation, padded_dimension
+from protocols.aggregation.encoding import ContributionLayout
 from secagg import (
     InsecureSettingsWarning,
     KeystreamRandom,
@@ -54,7 +54,6 @@ from secagg import (
 from secagg.validation import check_fraction, check_int, check_positive, check_seed
 
 __all__ = [
-    "WEIGHT_COORDINATE_SCALE",
     "AverageResult",
     "AverageSettings",
     "DiscreteGaussianNoise",
@@ -67,9 +66,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: λ: the weight coordinate carries λ·c·βᵢ and extra j carries λ·c·B·eᵢⱼ/Eⱼ, so every auxiliary
-#: coordinate spans at most a quarter of the vector block's range (costs 1 + λ² in Δ₂², see notes).
-WEIGHT_COORDINATE_SCALE = 0.25
 _DOMAIN = b"secagg-dp/v1/protocols/secure-average"
 
 
@@ -478,11 +474,17 @@ class _Clients:
     extras: NDArray[np.float64]  # (n, k), clipped to ±Eⱼ
     participants: NDArray[np.intp]
     rejected: tuple[int, ...]
-    clip: float
-    weight_cap: float
-    # λc when the row carries the weight coordinate λcβ; 0 under a fixed denominator, which
-    # never reads the weight sum (the coordinate then holds 0 and adds nothing to Δ₂).
-    weight_scale: float
+    # The rows' layout: under a fixed denominator, which never reads the weight sum, it carries
+    # no weight coordinate (the coordinate holds 0 and adds nothing to Δ₂).
+    layout: ContributionLayout
+
+    @property
+    def clip(self) -> float:
+        return self.layout.clip
+
+    @property
+    def weight_cap(self) -> float:
+        return self.layout.weight_cap
 
 
 def _prepare(
@@ -540,17 +542,11 @@ def _prepare(
     factors = np.where(finite, np.minimum(1.0, clip / np.maximum(safe_norms, 1e-300)), 0.0)
     clipped_weights = np.minimum(np.where(finite, beta, 0.0), cap)
     clipped_extras = np.where(finite[:, None], np.clip(np.nan_to_num(extra), -bounds, bounds), 0.0)
-    weight_scale = 0.0 if fixed_denominator else WEIGHT_COORDINATE_SCALE * clip
+    layout = ContributionLayout(
+        matrix.shape[1], clip, cap, tuple(bounds.tolist()), weight_coordinate=not fixed_denominator
+    )
     return _Clients(
-        matrix,
-        factors,
-        clipped_weights,
-        clipped_extras,
-        participants,
-        rejected,
-        clip,
-        cap,
-        weight_scale,
+        matrix, factors, clipped_weights, clipped_extras, participants, rejected, layout
     )
 
 
@@ -588,20 +584,18 @@ def _client_row(
     clients: _Clients,
     index: int,
     plan: QuantizationPlan,
-    bounds: NDArray[np.float64],
     root: KeystreamRandom,
     *,
     rotation: Rotation | None = None,
 ) -> NDArray[np.int64]:
-    """Client ``index``'s quantised (and noised) vector [βw ; λcβ ; λcB·e/E] in grid units
-    (rotated and padded to the plan's wire dimension when the plan rotates)."""
-    matrix, d = clients.matrix, clients.matrix.shape[1]
-    beta = float(clients.weights[index])
-    auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
-    row = np.empty(d + 1 + bounds.size, dtype=np.float64)
-    np.multiply(matrix[index], beta * float(clients.factors[index]), out=row[:d])
-    row[d] = clients.weight_scale * beta
-    row[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[index] / bounds
+    """Client ``index``'s quantised (and noised) row (:class:`ContributionLayout`) in grid
+    units (rotated and padded to the plan's wire dimension when the plan rotates)."""
+    row = clients.layout.encode(
+        clients.matrix[index],
+        float(clients.weights[index]),
+        clients.extras[index],
+        factor=float(clients.factors[index]),
+    )
     if rotation is not None:
         row = rotation.forward(row)
     rounding = root.spawn(b"round/%d" % index)
@@ -629,7 +623,6 @@ class _RingInputs(LazyInputs):
         self,
         clients: _Clients,
         plan: QuantizationPlan,
-        bounds: NDArray[np.float64],
         root: KeystreamRandom,
         ring: Ring,
         *,
@@ -639,7 +632,7 @@ class _RingInputs(LazyInputs):
         # by_client: indexed by client (a session's index space), else by participant.
         count = clients.matrix.shape[0] if by_client else clients.participants.size
         super().__init__(int(count), plan.wire_dimension)
-        self._clients, self._plan, self._bounds, self._root = clients, plan, bounds, root
+        self._clients, self._plan, self._root = clients, plan, root
         self._rotation = rotation
         self._mask = np.uint64(ring.word_mask)
         self._dtype = ring.dtype
@@ -647,9 +640,7 @@ class _RingInputs(LazyInputs):
 
     def row(self, index: int) -> NDArray[np.uint64]:
         client = index if self._by_client else int(self._clients.participants[index])
-        values = _client_row(
-            self._clients, client, self._plan, self._bounds, self._root, rotation=self._rotation
-        )
+        values = _client_row(self._clients, client, self._plan, self._root, rotation=self._rotation)
         # Two's-complement residue modulo 2^b (the centred value is recovered after the sum).
         ring_values = values.view(np.uint64) & self._mask
         return ring_values.astype(self._dtype, copy=False)
@@ -660,32 +651,24 @@ def _plain_total(
     members: NDArray[np.intp],
     *,
     plan: QuantizationPlan | None,
-    bounds: NDArray[np.float64],
     root: KeystreamRandom,
-    dimension: int,
     rotation: Rotation | None = None,
 ) -> NDArray[np.float64]:
     """The plain path's total over ``members``: the secure path's integers when quantised
     (still rotated and padded when the plan rotates)."""
-    d = clients.matrix.shape[1]
     if plan is not None:
         integer_total = np.zeros(plan.wire_dimension, dtype=np.int64)
         for client in members:
-            integer_total += _client_row(
-                clients, int(client), plan, bounds, root, rotation=rotation
-            )
+            integer_total += _client_row(clients, int(client), plan, root, rotation=rotation)
         return integer_total.astype(np.float64)
-    auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
     coefficients = clients.weights[members] * clients.factors[members]
-    total = np.empty(dimension, dtype=np.float64)
     if len(clients.rejected) == 0 and members.size == clients.matrix.shape[0]:
-        np.dot(coefficients, clients.matrix, out=total[:d])
+        weighted = np.dot(coefficients, clients.matrix)
     else:
-        total[:d] = coefficients @ clients.matrix[members]
-    total[d] = clients.weight_scale * float(clients.weights[members].sum())
-    total[d + 1 :] = auxiliary * clients.weight_cap * clients.extras[members].sum(axis=0)
-    total[d + 1 :] /= bounds
-    return total
+        weighted = coefficients @ clients.matrix[members]
+    return clients.layout.encode_sums(
+        weighted, float(clients.weights[members].sum()), clients.extras[members].sum(axis=0)
+    )
 
 
 def _run(
@@ -789,21 +772,16 @@ def _run(
 
     quantized = secure or settings.quantize is True or settings.noise is not None
     dimension = d + 1 + bounds.size
-    magnitude = clients.weight_cap * clients.clip
+    layout = clients.layout
     noise = settings.noise
     planned_survivors = n if noise is None or noise.min_survivors is None else noise.min_survivors
-    auxiliary = WEIGHT_COORDINATE_SCALE * clients.clip
     plan: QuantizationPlan | None = None
     if quantized:
-        # ‖[βw ; λcβ ; λcB·e/E]‖₂ ≤ B·c·√(1 + λ²(w + k)), w = 1 if the weight coordinate is
-        # carried, 0 under a fixed denominator (secure_average_notes.md §2, §7).
-        carried = 1 if clients.weight_scale > 0 else 0
-        l2_norm = magnitude * math.sqrt(1.0 + WEIGHT_COORDINATE_SCALE**2 * (carried + bounds.size))
         plan = plan_quantization(
             n,
             dimension,
-            magnitude,
-            l2_norm,
+            layout.magnitude,
+            layout.l2_bound,
             settings.bits,
             None if noise is None else noise.rho,
             None if noise is None else noise.sigma,
@@ -829,9 +807,7 @@ def _run(
             clients,
             members,
             plan=plan,
-            bounds=bounds,
             root=root,
-            dimension=dimension,
             rotation=rotation,
         )
 
@@ -841,9 +817,7 @@ def _run(
         if secure:
             assert plan is not None
             ring = Ring(settings.bits)
-            ring_inputs = _RingInputs(
-                clients, plan, bounds, root, ring, by_client=True, rotation=rotation
-            )
+            ring_inputs = _RingInputs(clients, plan, root, ring, by_client=True, rotation=rotation)
         least = planned_survivors if budget is not None else 1
         summed, sum_result = session._sum(ring_inputs, sum_dropouts, iterate, least)
         members = np.asarray(summed, dtype=np.intp)
@@ -854,7 +828,7 @@ def _run(
     elif secure:
         assert plan is not None
         sum_result = secure_sum(
-            _RingInputs(clients, plan, bounds, root, Ring(settings.bits), rotation=rotation),
+            _RingInputs(clients, plan, root, Ring(settings.bits), rotation=rotation),
             modulus_bits=settings.bits,
             threshold=threshold,
             neighbors=settings.neighbors,
@@ -881,20 +855,20 @@ def _run(
     if rotation is not None:
         total = rotation.inverse(total)
     fixed = settings.denominator == "survivors"
+    decoded = layout.decode(total)
     if fixed:
         # The divisor is public (f·B·|survivors|) and the row carried no weight coordinate
         # (secure_average_notes.md §7); each survivor's share of the average is ≤ 1/(f·m).
         weight_sum = settings.denominator_share * clients.weight_cap * len(survivors)
     else:
-        weight_sum = float(total[d]) / auxiliary
+        weight_sum = decoded.weight_sum
     if weight_floor is not None and plan is not None and plan.mechanism is not None and not fixed:
         # Post-processing of the noisy release: every survivor's weight lies in the public
         # [floor, cap], so the weight sum does too (a noisy Σβᵢ ≤ 0 would end the average).
         size = len(survivors)
         weight_sum = min(max(weight_sum, weight_floor * size), clients.weight_cap * size)
-    extras_sum = total[d + 1 :] * bounds / (auxiliary * clients.weight_cap)
     if fixed or weight_sum > 0:
-        average = total[:d] / weight_sum
+        average = decoded.weighted_sum / weight_sum
     else:
         raise ZeroWeightSumError(
             f"the released weight sum over {len(survivors)} survivors is {weight_sum:.6g}: "
@@ -906,7 +880,7 @@ def _run(
     weight_lower = weight_sum
     if plan is not None and not fixed:
         # Each survivor's stochastic rounding moved its weight coordinate by < 1 grid unit.
-        weight_lower -= len(survivors) / (plan.quantizer.scale * auxiliary)
+        weight_lower -= len(survivors) * layout.weight_grid_unit(plan.quantizer.scale)
     if plan is not None and plan.mechanism is not None:
         mechanism, survived = plan.mechanism, len(survivors)
         event = mechanism.event(survived)
@@ -923,7 +897,7 @@ def _run(
         if not fixed:
             # The weight coordinate's noise is within this many grid units except w.p. 2^-40.
             weight_noise = mechanism.tail_bound(survived)
-            weight_lower -= weight_noise / (plan.quantizer.scale * auxiliary)
+            weight_lower -= weight_noise * layout.weight_grid_unit(plan.quantizer.scale)
     certified = 1.0 if weight_lower <= 0 else min(1.0, clients.weight_cap / weight_lower)
     true_weights = clients.weights[list(survivors)]
     true_total = float(true_weights.sum())
@@ -949,7 +923,7 @@ def _run(
     return AverageResult(
         average=average,
         weight_sum=weight_sum,
-        extras=np.ascontiguousarray(extras_sum),
+        extras=np.ascontiguousarray(decoded.extras),
         num_clients=n_all,
         survivors=survivors,
         dropped=dropped,

@@ -48,6 +48,7 @@ from dpquantile import (
 )
 from protocols.aggregation import (
     CallPlan,
+    ContributionLayout,
     IterativeSecureAggregate,
     ServerView,
     WeiszfeldRule,
@@ -152,25 +153,22 @@ def _l2_clip(vector: NDArray[np.float64], clip: float) -> NDArray[np.float64]:
     return vector if norm <= clip else vector * (clip / norm)
 
 
-def _weighted_row(
-    vector: NDArray[np.float64],
-    beta: float,
-    cap: float,
-    clip: float,
-    extras: NDArray[np.float64] | None = None,
-) -> NDArray[np.float64]:
-    """[βw/(B·c), β/B, extras]: every entry in [-1, 1] when ‖w‖ ≤ c, β ≤ B, |extras| ≤ 1."""
-    tail = np.zeros(0) if extras is None else extras
-    return np.concatenate([vector * (beta / (cap * clip)), [beta / cap], tail])
+def _layout(
+    d: int, clip: float, cap: float, extra_bounds: tuple[float, ...] = ()
+) -> ContributionLayout:
+    """The secure average's row layout in units of B·c (every entry in [−1, 1]): the strategy's
+    rows are the protocols' rows, with the same sensitivity."""
+    return ContributionLayout(d, clip, cap, extra_bounds, unit=cap * clip)
 
 
 def _weighted_release(
-    total: NDArray[np.float64], d: int, cap: float, clip: float
-) -> tuple[NDArray[np.float64], float]:
-    """(Σβw/Σβ, Σβ) from the sum of :func:`_weighted_row` vectors (Σβ may be 0: no average)."""
-    weight_sum = float(total[d]) * cap
-    average = total[:d] * (cap * clip) / weight_sum if weight_sum > 0 else np.zeros(d)
-    return average, weight_sum
+    total: NDArray[np.float64], layout: ContributionLayout
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64]]:
+    """(Σβw/Σβ, Σβ, Σe) from a sum of ``layout`` rows (Σβ may be ≤ 0: no average, zeros)."""
+    decoded = layout.decode(total)
+    weight_sum = decoded.weight_sum
+    average = decoded.weighted_sum / weight_sum if weight_sum > 0 else np.zeros(layout.dimension)
+    return average, weight_sum, decoded.extras
 
 
 def _update_of(message: Message, reply_arrays: ArrayRecord) -> NDArray[np.float64]:
@@ -243,7 +241,7 @@ def _weiszfeld_encoder(
     # A call with fewer extras than bounds (call 0 in a session of d + 2) sends zeros there.
     extras = np.concatenate([extras, np.zeros(max(0, len(bounds) - extras.size))])
     extras = np.clip(extras, -np.asarray(bounds), np.asarray(bounds))
-    return _weighted_row(vector, beta, weight_cap, clip, extras / np.asarray(bounds))
+    return _layout(vector.size, clip, weight_cap, bounds).encode(vector, beta, extras)
 
 
 def _one_client_clip(mechanism: DistributedDiscreteGaussianMechanism) -> int:
@@ -303,9 +301,10 @@ def _superquantile_encoder(
     message: Message, context: Context, call_next: ClientAppCallable, *, seed: int | None = None
 ) -> NDArray[np.float64]:
     """Δ-FL's client half: the histogram call sends the loss's histogram-tree vector (plus its
-    share of the discrete Gaussian noise); the averaging call sends [βw/(B·c), β/B] with
-    β = α·1[loss ≥ τ] (τ = −∞ for a plain mean), plus its share of the noise if asked. The
-    noise comes from :func:`_noise_random` (``seed``: the Mod's)."""
+    share of the discrete Gaussian noise); the averaging call sends the secure average's row
+    (:class:`~protocols.aggregation.ContributionLayout`, units of B·c) with β = α·1[loss ≥ τ]
+    (τ = −∞ for a plain mean), plus its share of the noise if asked. The noise comes from
+    :func:`_noise_random` (``seed``: the Mod's)."""
     plan_record = message.content.config_records[PLAN_KEY]
     vector, alpha, loss = _trained_update(message, context, call_next, plan_record)
     if "bins" in plan_record:
@@ -327,7 +326,7 @@ def _superquantile_encoder(
     cap, clip = float(str(plan_record["weight-cap"])), float(str(plan_record["clip"]))
     threshold = float(str(plan_record.get("threshold", -math.inf)))
     beta = min(alpha, cap) if loss >= threshold else 0.0
-    row = _weighted_row(vector, beta, cap, clip)
+    row = _layout(vector.size, clip, cap).encode(vector, beta)
     noise_sigma = float(str(plan_record.get("noise-sigma", 0.0)))
     if noise_sigma > 0:
         # N_ℤ(0, σ²) in grid units (KLS21): the Mod's rounding floor(x·s + u) keeps it exact.
@@ -931,9 +930,8 @@ the server never holds the replies a plaintext aggregate_train would need
             return arrays
         outcome, events = called
         self.history.append(RoundSummary(server_round, (outcome,), events=events))
-        average, weight_sum = _weighted_release(
-            outcome.total, flat.size, self.weight_cap, self.clip
-        )
+        layout = _layout(flat.size, self.clip, self.weight_cap)
+        average, weight_sum, _ = _weighted_release(outcome.total, layout)
         if not weight_sum > 0:
             raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
         return unflatten_arrays(flat + average, shapes, arrays)  # global + mean update
@@ -1002,13 +1000,14 @@ the server never holds the replies a plaintext aggregate_train would need
             sums.append(outcome)
             total = outcome.total
             cap = plan.weight_cap
-            average, weight_sum = _weighted_release(total, d, cap, self.clip)
+            layout = _layout(d, self.clip, cap, tuple(bounds))
+            average, weight_sum, extras = _weighted_release(total, layout)
             if not weight_sum > 0:
                 raise ValueError(f"round {server_round}: the released weight sum is {weight_sum}")
             view = ServerView(
                 average=average,
                 weight_sum=weight_sum,
-                extras=(total[d + 1 :] * np.asarray(bounds))[: len(plan.extra_bounds)],
+                extras=extras[: len(plan.extra_bounds)],
                 survivors=tuple(outcome.client_ids[n] - 1 for n in outcome.survivors),
                 dropped=tuple(outcome.client_ids[n] - 1 for n in outcome.dropped),
                 certified_max_effective_weight=min(1.0, cap / weight_sum),
@@ -1114,7 +1113,8 @@ the server never holds the replies a plaintext aggregate_train would need
         self.history.append(
             RoundSummary(server_round, (histogram, mean), threshold=threshold, events=events)
         )
-        average, weight_sum = _weighted_release(mean.total, d, self.weight_cap, self.clip)
+        layout = _layout(d, self.clip, self.weight_cap)
+        average, weight_sum, _ = _weighted_release(mean.total, layout)
         if not weight_sum > 0:
             logger.warning("round %d: no client at or above τ = %.4g", server_round, threshold)
             return arrays
@@ -1131,9 +1131,9 @@ the server never holds the replies a plaintext aggregate_train would need
         index: int,
         threshold: float,
     ) -> tuple[GridSumResult, tuple[DistributedDiscreteGaussian, ...]] | None:
-        """One secure sum of [βw/(B·c), β/B] (β = α·1[loss ≥ threshold]); with ``noise_rho``
-        every client adds N_ℤ(0, σ²) on the grid, σ planned for all ``nodes`` as the protocols'
-        secure average plans it (:func:`protocols.aggregation._quantization.plan_quantization`).
+        """One secure sum of the secure average's rows (β = α·1[loss ≥ threshold]); with
+        ``noise_rho`` every client adds N_ℤ(0, σ²) on the grid, σ planned for all ``nodes`` as
+        the protocols' secure average plans it, for the same row (:func:`_layout`).
         ``None``: the release was refused (``refuse_shortfall``)."""
         fields: dict[str, Any] = {
             "index": index,
@@ -1148,8 +1148,16 @@ the server never holds the replies a plaintext aggregate_train would need
         if self.noise_rho is not None:
             # Plan with 8 bits to spare: each client's noise sits inside its own clipped vector.
             bits = min(self.modulus_bits, 52) - 8
+            layout = _layout(d, self.clip, self.weight_cap)
             plan = plan_quantization(
-                len(nodes), d + 1, 1.0, math.sqrt(2.0), bits, self.noise_rho, None, len(nodes)
+                len(nodes),
+                layout.width,
+                layout.magnitude,
+                layout.l2_bound,
+                bits,
+                self.noise_rho,
+                None,
+                len(nodes),
             )
             assert plan.mechanism is not None
             scale, sigma = plan.quantizer.scale, plan.mechanism.sigma

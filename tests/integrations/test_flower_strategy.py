@@ -20,7 +20,13 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp.strategy import FedAvg
 
 from dpquantile import ComposedEvent, FastDiscreteGaussian, HistogramTree, dp_quantile
-from protocols.aggregation import AverageSettings, geometric_median
+from protocols.aggregation import (
+    WEIGHT_COORDINATE_SCALE,
+    AverageSettings,
+    DiscreteGaussianNoise,
+    geometric_median,
+    secure_weighted_average,
+)
 from protocols.integrations.flower import SecureStrategy, make_protocols_mod
 from secagg import generate_identities
 from secagg.integrations.flower import RECORD_KEY
@@ -208,14 +214,55 @@ def test_noisy_secure_mean_records_its_event_and_stays_close(loopback_grid: Any)
     # rounding error (< 1/s per coordinate) plus Σᵢ Nᵢ/s, Nᵢ ~ N_ℤ(0, σ²) (σ: grid units, s:
     # the grid scale). N_ℤ(0, σ²) is σ²-subgaussian (CKS20, Cor. 9), so P[|Σᵢ Nᵢⱼ| > T] ≤
     # 2·exp(−T²/(2nσ²)); a union bound over the d + 1 coordinates at α = 1e-9 bounds every
-    # coordinate's error by e. The average is c·(Sⱼ + eⱼ)/(n + e_w) with Sⱼ = Σᵢ wᵢⱼ/c,
-    # |Sⱼ| ≤ n/c (‖wᵢ‖∞ ≤ 1, every β = B), so its error is at most c·e·(n + n/c)/(n·(n − e)).
-    alpha = 1e-9
+    # coordinate's error by e. The row is the secure average's [βw ; λcβ]/(B·c), so the average
+    # is c·(Sⱼ + eⱼ)/(n + e_w/λ) with Sⱼ = Σᵢ wᵢⱼ/c, |Sⱼ| ≤ n/c (‖wᵢ‖∞ ≤ 1, every β = B): its
+    # error is at most c·e·(n + n/(cλ))/(n·(n − e/λ)).
+    alpha, lam = 1e-9, WEIGHT_COORDINATE_SCALE
     scale, sigma = strategy.history[0].sums[0].encoding.scale, event.sigma
     assert scale is not None
     e = (sigma * math.sqrt(2 * n * math.log(2 * (DIM + 1) / alpha)) + n) / scale
-    bound = clip * e * (n + n / clip) / (n * (n - e))
+    bound = clip * e * (n + n / (clip * lam)) / (n * (n - e / lam))
     assert 0 < error <= bound  # noisy, yet within the bound (which fails with prob. ≤ α)
+
+
+def test_the_noisy_mean_is_the_secure_averages_release(loopback_grid: Any) -> None:
+    # One encoding: the strategy's noisy mean calibrates its noise for the secure average's row
+    # [βw ; λcβ] (Δ₂ ∝ √(1 + λ²)), so σ, the sensitivities and ρ are the secure average's for the
+    # same clients, clip, cap and bits. The strategy's former row [βw/(Bc), β/B] had Δ₂ ∝ √2:
+    # 37 % more noise for the same ρ, which this test rejects.
+    nodes = list(range(1, 7))
+    rng = np.random.default_rng(5)
+    vectors = {node: rng.uniform(-1, 1, DIM) for node in nodes}
+    grid = loopback_grid(strategy_apps(vectors, dict.fromkeys(nodes, 10.0)))
+    strategy = SecureStrategy(
+        FedAvg(min_available_nodes=6),
+        "mean",
+        clip=2.0,
+        weight_cap=10.0,
+        noise_rho=5.0,
+        modulus_bits=64,
+        seed=1,
+        trust_store=grid.trust_store,
+    )
+    strategy.start(grid, ArrayRecord([np.zeros(DIM)]), num_rounds=1)
+    (event,) = strategy.history[0].events
+    alone = secure_weighted_average(
+        np.stack(list(vectors.values())),
+        np.full(len(nodes), 10.0),
+        # The strategy plans on min(b, 52) − 8 bits (each client's noise inside its own clip).
+        settings=AverageSettings(clip=2.0, bits=52 - 8, noise=DiscreteGaussianNoise(rho=5.0)),
+        weight_cap=10.0,
+        seed=0,
+        secure=False,
+    )
+    assert alone.event is not None and alone.quantization_step is not None
+    scale = strategy.history[0].sums[0].encoding.scale
+    assert scale is not None
+    # The noise's standard deviation in the clients' units (the strategy's rows are in B·c).
+    strategy_noise = event.sigma / scale * (10.0 * 2.0)
+    assert strategy_noise == pytest.approx(alone.event.sigma * alone.quantization_step, rel=1e-9)
+    assert event.l2_sensitivity == pytest.approx(alone.event.l2_sensitivity, rel=1e-9)
+    assert event.rho == pytest.approx(alone.event.rho, rel=1e-9) and event.rho <= 5.0 + 1e-9
 
 
 def test_noise_events_carry_the_clients_sampler_tv_bound(loopback_grid: Any) -> None:
