@@ -649,14 +649,44 @@ def _masked_input_checks(
                     f"masked input of client {client} not uniform on Z_2^{bits}{where}: "
                     f"χ² p = {p:.2g} over {row.size} entries"
                 )
+    seeded, seed_findings = _seed_checks(secure_sum, offered[-1], seed)
+    findings.extend(seed_findings)
     details = {
         "masked_input_chi2_p": p_values,
+        "seed_checks": seeded,
         "entries_per_client": dimension,
         "ring_bits": offered,
         "ring_bits_not_offered": [b for b in _MASKED_INPUT_BITS if b not in offered],
         "stuck_fraction_detected": _stuck_detected(dimension, per_test, offered),
     }
     return tests, findings, details
+
+
+def _seed_checks(secure_sum: SecureSumUnderTest, bits: int, seed: int) -> tuple[str, list[str]]:
+    """The masked inputs depend on the round's randomness (two seeds give different vectors)
+    and, when the target claims seeded rounds (``seeded``), one seed gives the same vectors
+    twice: a client that ignores the random source it is given (fresh OS randomness, or none)
+    fails one of the two."""
+    first = secure_sum.masked_inputs(bits, 64, seed)
+    again = secure_sum.masked_inputs(bits, 64, seed)
+    other = secure_sum.masked_inputs(bits, 64, seed + 1)
+    if first is None or again is None or other is None:
+        return "n/a: not offered", []
+    findings = []
+    if np.array_equal(first, other):
+        findings.append(
+            f"M = 2^{bits}: two seeds gave the same masked inputs (the masks ignore the round's "
+            "randomness)"
+        )
+    claims = bool(getattr(secure_sum, "seeded", False))
+    if claims and not np.array_equal(first, again):
+        findings.append(
+            f"M = 2^{bits}: one seed gave two different masked inputs, though the target claims "
+            "seeded (reproducible) rounds: a client ignores the random source it is given"
+        )
+    return ("seeded: repeats, and differs across seeds" if claims else "differs across seeds"), (
+        findings
+    )
 
 
 def _count(n: int, rate: float) -> int:
@@ -748,7 +778,9 @@ def audit_shamir_masks_graph(
       seeds differing in two bytes give different masks (a folded 32-bit seed does not).
     * Masked inputs: χ² uniformity on Z_M (b ∈ {2, 3, 4, 33, 64}, those the target offers) of
       the vectors an honest round's server receives from clients whose inputs are all the same
-      constant. The χ² tests share
+      constant; two seeds give different masked inputs, and one seed gives the same twice
+      when the target claims seeded rounds (a client that ignores its random source fails).
+      The χ² tests share
       the family-wise α = 1e-6 (Bonferroni: a third each to the sampled Shamir views, the masks
       and the masked inputs).
     * SecAgg+ (k, t) against exact hypergeometric bounds recomputed here in rationals (Bell et

@@ -307,6 +307,9 @@ class OverflowProbe:
 class SecureSumUnderTest(Protocol):
     """Black-box round checks (audit 7).
 
+    An optional class attribute ``seeded = True`` claims that a seeded round repeats (every
+    client's randomness comes from ``seed``); audit 8 then checks it on the masked inputs.
+
     Examples
     --------
     >>> from audits.ours import OurTarget

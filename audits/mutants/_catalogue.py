@@ -304,6 +304,19 @@ def _answers_both_shares() -> contextlib.AbstractContextManager[None]:
     return _patched((table, key, handler))
 
 
+def _random_source_ignored() -> contextlib.AbstractContextManager[None]:
+    """The client ignores the random source it is given and draws fresh OS randomness (a
+    generated mutant of ``Client.__init__``): rounds stay correct and masks uniform, but a
+    seeded round no longer repeats."""
+    original = client.Client.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self._random = secagg.KeystreamRandom()
+
+    return _patched((client.Client, "__init__", __init__))
+
+
 def _headroom_dropped() -> contextlib.AbstractContextManager[None]:
     """The headroom check is a no-op: a sum that cannot fit the modulus wraps silently."""
 
@@ -376,6 +389,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "the signed key advertisement does not cover the keys (substitution goes unnoticed)",
         (10,),
         _advertisement_omits_keys,
+    ),
+    Mutant(
+        "client_ignores_random_source",
+        "a client ignores the random source it is given (a generated mutant): seeds do not repeat",
+        (8,),
+        _random_source_ignored,
     ),
     Mutant(
         "headroom_check_dropped",

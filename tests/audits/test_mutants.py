@@ -47,6 +47,7 @@ _MUST_WATCH = [
     (vars(secagg.client), "pairwise_mask_key"),
     (vars(secagg.server), "pairwise_mask_key"),
     (vars(secagg.ring), "check_headroom"),
+    (secagg.client.Client, "__init__"),
 ]
 
 
