@@ -334,7 +334,8 @@ def audit_secure_sum(
     audit seed mixed into every round), then black-box checks: honest rounds with and without a
     dropout return exactly the survivors' sum; a client asked for both shares of a survivor
     refuses; a round survives one client going silent before each phase; a sum that cannot fit
-    the modulus is refused rather than wrapped. Deterministic
+    the modulus is refused rather than wrapped, and (ours) a sum at the very edge of the plan's
+    headroom does not wrap. Deterministic
     verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides the tier's
     number of state-machine examples (fast 60 × 25 steps, deep 1500 × 50).
 
@@ -392,7 +393,8 @@ def audit_secure_sum(
         samples += 2
         if not probe.refused and probe.max_abs_error > probe.tolerance:
             findings.append(
-                f"a sum beyond the modulus wrapped silently (error {probe.max_abs_error:.4g}; "
+                f"a sum beyond the modulus, or at its planned edge, wrapped silently (error "
+                f"{probe.max_abs_error:.4g}; "
                 f"{probe.note})"
             )
     return AuditResult(
