@@ -285,7 +285,9 @@ def _run_machine(
             ),
         )
     except Exception as exc:  # any failure of the machine is a finding, reported verbatim
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+        # The first line: under pytest's assertion rewriting the message gains a second line
+        # (the rewritten expression) after the invariant's own explanation.
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return examples, f"state machine: {type(exc).__name__}: {first_line[:300]}"
     return examples, None
 
