@@ -82,6 +82,14 @@ class _OurAccountant:
         event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def discrete_laplace_epsilon(self, epsilon0: float, rounds: int, delta: float) -> float:
+        event = dpquantile.DiscreteLaplace(scale=1.0 / epsilon0, l1_sensitivity=1.0)
+        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
+
+    def discrete_laplace_delta(self, epsilon0: float, rounds: int, epsilon: float) -> float:
+        event = dpquantile.DiscreteLaplace(scale=1.0 / epsilon0, l1_sensitivity=1.0)
+        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).delta(epsilon))
+
     def distributed_discrete_gaussian_renyi(
         self,
         num_clients: int,
