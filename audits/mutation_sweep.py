@@ -414,15 +414,27 @@ def run_sweep(
     modules: Sequence[str] = TARGETS,
     progress: bool = True,
     on_run: Callable[[dict[str, Any]], None] | None = None,
+    only: Sequence[Mutation] | None = None,
 ) -> dict[str, Any]:
     """Generate, sample and run mutants; the summary and every run (JSON-friendly).
 
     The sample is a uniformly random ordering (``random.Random(seed).sample``), so every prefix
     is itself a uniform sample: ``on_run`` gets the summary so far after each mutant, and Ctrl-C
-    ends the sweep with the mutants already run.
+    ends the sweep with the mutants already run. ``only``: run exactly these mutations instead
+    (a re-run of an earlier sweep's survivors; each must still be generated from ``source``).
     """
     mutations = generate_mutations(source, modules)
-    chosen = random.Random(seed).sample(mutations, min(sample, len(mutations)))
+    if only is not None:
+        known = set(mutations)
+        missing = [m for m in only if m not in known]
+        if missing:
+            raise ValueError(
+                f"{len(missing)} mutation(s) to re-run are no longer generated from the source "
+                f"(it changed): first {missing[0]}"
+            )
+        chosen = list(only)
+    else:
+        chosen = random.Random(seed).sample(mutations, min(sample, len(mutations)))
     runs: list[MutantRun] = []
 
     def summary() -> dict[str, Any]:
@@ -498,7 +510,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant")
     parser.add_argument("--out", type=Path, default=Path("mutation-sweep"))
     parser.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument(
+        "--rerun",
+        type=Path,
+        default=None,
+        help="an earlier mutation_sweep.json: re-run its mutants whose status is in --status",
+    )
+    parser.add_argument(
+        "--status", default="survived", help="comma-separated statuses to re-run (--rerun)"
+    )
     args = parser.parse_args(argv)
+    only = None
+    if args.rerun is not None:
+        wanted = {s.strip() for s in args.status.split(",")}
+        earlier = json.loads(args.rerun.read_text())["runs"]
+        only = [Mutation(**r["mutation"]) for r in earlier if r["status"] in wanted]
     if shutil.which("cosmic-ray") is None:
         print(
             "mutation_sweep: cosmic-ray is not installed: pip install -e '.[mutation]'",
@@ -512,7 +538,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         (args.out / "mutation_sweep.md").write_text(_markdown(summary))
 
     summary = run_sweep(
-        args.source, sample=args.sample, seed=args.seed, timeout=args.timeout, on_run=write
+        args.source,
+        sample=args.sample,
+        seed=args.seed,
+        timeout=args.timeout,
+        on_run=write,
+        only=only,
     )
     write(summary)
     killed, reached, low, high = summary["kill_rate_reached"]

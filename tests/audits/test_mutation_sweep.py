@@ -52,3 +52,12 @@ def test_a_small_sweep_decides_every_mutant_and_leaves_the_tree_alone() -> None:
     assert sum(counts.values()) == summary["sample"] == 3
     statuses = {"killed", "raised", "survived", "crashed", "not reached", "no change"}
     assert {run["status"] for run in summary["runs"]} <= statuses
+
+
+@needs_cosmic_ray
+def test_a_rerun_refuses_mutations_the_source_no_longer_generates() -> None:
+    from audits.mutation_sweep import Mutation  # noqa: PLC0415
+
+    gone = Mutation("secagg/ring.py", "core/NumberReplacer", 10_000, 1, "nowhere")
+    with pytest.raises(ValueError, match="no longer generated"):
+        run_sweep(ROOT, sample=1, modules=("secagg/ring.py",), progress=False, only=[gone])
