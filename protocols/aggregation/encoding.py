@@ -131,8 +131,9 @@ class ContributionLayout:
         >>> ContributionLayout(1, 1.0, 1.0, (2.0,)).encode([1.0], 1.0, [1.0]).tolist()
         [1.0, 0.25, 0.125]
         """
-        block = np.asarray(vector, dtype=np.float64) * (weight * factor)
-        return self.encode_sums(block, weight, extras)
+        row = np.empty(self.width, dtype=np.float64)
+        np.multiply(vector, weight * factor, out=row[: self.dimension])  # one pass over w
+        return self._finish(row, weight, extras)
 
     def encode_sums(
         self, weighted_sum: ArrayLike, weight_sum: float, extras_sum: ArrayLike | None = None
@@ -148,11 +149,17 @@ class ContributionLayout:
         [3.0, 0.5]
         """
         row = np.empty(self.width, dtype=np.float64)
+        row[: self.dimension] = weighted_sum
+        return self._finish(row, weight_sum, extras_sum)
+
+    def _finish(
+        self, row: NDArray[np.float64], weight: float, extras: ArrayLike | None
+    ) -> NDArray[np.float64]:
+        """Fill the weight and extras coordinates of ``row`` (its block set) and apply the unit."""
         d = self.dimension
-        row[:d] = weighted_sum
-        row[d] = self.weight_scale * weight_sum
+        row[d] = self.weight_scale * weight
         if self.extra_bounds:
-            row[d + 1 :] = self._extra_scale * np.asarray(extras_sum, dtype=np.float64)
+            row[d + 1 :] = self._extra_scale * np.asarray(extras, dtype=np.float64)
         if self.unit != 1.0:
             row /= self.unit
         return row
