@@ -594,6 +594,9 @@ class _OurShamir:
 class _OurGraph:
     failure_log2 = -20.0
     security_bits = 40.0
+    # secagg_plus_parameters claims the smallest even degree meeting both bounds (audit 8 checks
+    # that k − 2 meets them with no threshold).
+    claims_smallest_degree = True
 
     def parameters(
         self, num_clients: int, dropout_rate: float, corruption_rate: float

@@ -710,6 +710,46 @@ def _hypergeometric_tail(population: int, marked: int, draws: int, at_least: int
     return Fraction(total, math.comb(population, draws))
 
 
+def _harary_bounds(
+    n: int, dropped: int, corrupt: int, k: int, t: int
+) -> tuple[Fraction, Fraction, Fraction]:
+    """Exact (recovery failure, secrecy failure, disconnection) bounds of a SecAgg+ Harary
+    graph of degree k with threshold t (Bell et al. 2020's events, union bounds over clients)."""
+    recovery = n * _hypergeometric_tail(n - 1, dropped, k, k - t + 1)
+    secrecy = n * _hypergeometric_tail(n - 1, corrupt, k, t)
+    bad = corrupt + dropped
+    pairs = Fraction(n * (n - k - 1), 2) * Fraction(math.comb(bad, k), math.comb(n, k))
+    one = Fraction(n * math.comb(bad, k // 2), math.comb(n, k // 2))
+    return recovery, secrecy, min(pairs, one)
+
+
+def _feasible_threshold(
+    n: int,
+    dropped: int,
+    corrupt: int,
+    k: int,
+    *,
+    failure: Fraction | float,
+    security: Fraction | float,
+) -> int | None:
+    """A threshold t for which degree k meets both bounds, or ``None``. Secrecy falls and the
+    recovery failure grows with t, so only the smallest t meeting security can work."""
+    _, _, disconnection = _harary_bounds(n, dropped, corrupt, k, 1)
+    if disconnection > security:
+        return None
+    low, high = 1, k
+    if n * _hypergeometric_tail(n - 1, corrupt, k, high) + disconnection > security:
+        return None
+    while low < high:  # the smallest t with secrecy + disconnection ≤ security
+        middle = (low + high) // 2
+        if n * _hypergeometric_tail(n - 1, corrupt, k, middle) + disconnection <= security:
+            high = middle
+        else:
+            low = middle + 1
+    recovery = n * _hypergeometric_tail(n - 1, dropped, k, k - low + 1)
+    return low if recovery <= failure else None
+
+
 def _graph_checks(
     graph: GraphParametersUnderTest, tier: Tier
 ) -> tuple[int, list[str], list[dict[str, Any]]]:
@@ -738,12 +778,17 @@ def _graph_checks(
                 if not ok:
                     findings.append(f"n={n}: complete graph with t={t} but c={c}, d={d}")
             else:
-                recovery = n * _hypergeometric_tail(n - 1, d, k, k - t + 1)
-                secrecy = n * _hypergeometric_tail(n - 1, c, k, t)
-                bad = c + d
-                pairs = Fraction(n * (n - k - 1), 2) * Fraction(math.comb(bad, k), math.comb(n, k))
-                one = Fraction(n * math.comb(bad, k // 2), math.comb(n, k // 2))
-                disconnection = min(pairs, one)
+                recovery, secrecy, disconnection = _harary_bounds(n, d, c, k, t)
+                if getattr(graph, "claims_smallest_degree", False) and k > 2:
+                    smaller = _feasible_threshold(
+                        n, d, c, k - 2, failure=failure_limit, security=security_limit
+                    )
+                    row["smaller_degree_feasible_t"] = smaller
+                    if smaller is not None:
+                        findings.append(
+                            f"n={n}, δ={dropout}, γ={corruption}: k={k} is not the smallest even "
+                            f"degree (k={k - 2}, t={smaller} meets both bounds)"
+                        )
                 row.update(
                     {
                         "graph": "harary",
@@ -788,7 +833,8 @@ def audit_shamir_masks_graph(
       the family-wise α = 1e-6 (Bonferroni: a third each to the sampled Shamir views, the masks
       and the masked inputs).
     * SecAgg+ (k, t) against exact hypergeometric bounds recomputed here in rationals (Bell et
-      al. 2020 events: recovery failure, secrecy, disconnection).
+      al. 2020 events: recovery failure, secrecy, disconnection); a picker that claims the
+      smallest even degree must leave none at k − 2 (no t meets both bounds there).
 
     Examples
     --------

@@ -427,6 +427,9 @@ class SecretSharingUnderTest(Protocol):
 class GraphParametersUnderTest(Protocol):
     """The SecAgg+ degree and threshold choice (audit 8).
 
+    An optional class attribute ``claims_smallest_degree = True`` claims that the degree is the
+    smallest even one meeting both bounds; audit 8 then checks that k − 2 meets them with no t.
+
     Examples
     --------
     >>> from audits.ours import OurTarget
