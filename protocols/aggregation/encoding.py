@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpquantile import Neighbouring
+from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
 from secagg.validation import check_int, check_positive
 
 __all__ = ["WEIGHT_COORDINATE_SCALE", "ContributionLayout", "DecodedSum"]
@@ -179,6 +181,48 @@ class ContributionLayout:
         weight_sum = float(values[d]) / self.weight_scale if self.weight_coordinate else 0.0
         extras = values[d + 1 :] / self._extra_scale if self.extra_bounds else np.zeros(0)
         return DecodedSum(values[:d].copy(), weight_sum, extras)
+
+    def plan(
+        self,
+        num_clients: int,
+        bits: int,
+        *,
+        noise_rho: float | None = None,
+        noise_sigma: float | None = None,
+        planned_survivors: int | None = None,
+        neighbouring: Neighbouring = "add_remove",
+        rotate: bool = False,
+        rounding_beta: float | None = None,
+    ) -> QuantizationPlan:
+        """The grid and noise of a secure sum of ``num_clients`` such rows in a 2^bits ring.
+
+        The finest grid scale at which the sum of the rows (at :attr:`magnitude` per entry,
+        :attr:`l2_bound` in L2) and the clients' noise cannot wrap (``secure_average_notes.md``
+        §1); with ``noise_rho`` (or ``noise_sigma``) the clients' distributed discrete Gaussian,
+        calibrated for ``planned_survivors`` (default: all) to contribute.
+
+        Examples
+        --------
+        >>> layout = ContributionLayout(3, clip=1.0, weight_cap=1.0)
+        >>> plan = layout.plan(10, 32, noise_rho=1.0)
+        >>> plan.wire_dimension, plan.mechanism is not None
+        (4, True)
+        >>> plan.quantizer.max_abs * 10 + plan.noise_bound < 2**31
+        True
+        """
+        return plan_quantization(
+            num_clients,
+            self.width,
+            self.magnitude,
+            self.l2_bound,
+            bits,
+            noise_rho,
+            noise_sigma,
+            num_clients if planned_survivors is None else planned_survivors,
+            neighbouring,
+            rotate,
+            rounding_beta,
+        )
 
     def weight_grid_unit(self, scale: float) -> float:
         """One grid unit of the weight coordinate in weight units, at grid scale ``scale``

@@ -32,7 +32,7 @@ from dpquantile import (
     PrivacyBudget,
 )
 from protocols.aggregation._arrays import as_matrix, row_norms
-from protocols.aggregation._quantization import QuantizationPlan, plan_quantization
+from protocols.aggregation._quantization import QuantizationPlan
 from protocols.aggregation._rotation import Rotation, padded_dimension
 from protocols.aggregation.encoding import ContributionLayout
 from secagg import (
@@ -777,18 +777,15 @@ def _run(
     planned_survivors = n if noise is None or noise.min_survivors is None else noise.min_survivors
     plan: QuantizationPlan | None = None
     if quantized:
-        plan = plan_quantization(
+        plan = layout.plan(
             n,
-            dimension,
-            layout.magnitude,
-            layout.l2_bound,
             settings.bits,
-            None if noise is None else noise.rho,
-            None if noise is None else noise.sigma,
-            planned_survivors,
-            "add_remove" if noise is None else noise.neighbouring,
-            settings.rotate,
-            settings.rounding_beta,
+            noise_rho=None if noise is None else noise.rho,
+            noise_sigma=None if noise is None else noise.sigma,
+            planned_survivors=planned_survivors,
+            neighbouring="add_remove" if noise is None else noise.neighbouring,
+            rotate=settings.rotate,
+            rounding_beta=settings.rounding_beta,
         )
     if plan is not None and participants.size:
         _warn_if_coarse(clients, participants, plan.quantizer.scale)

@@ -53,7 +53,6 @@ from protocols.aggregation import (
     ServerView,
     WeiszfeldRule,
 )
-from protocols.aggregation._quantization import plan_quantization
 from secagg import KeystreamRandom, Phase, TooFewSurvivorsError, TrustStore
 from secagg.integrations.flower import (
     ClientAppCallable,
@@ -1149,16 +1148,7 @@ the server never holds the replies a plaintext aggregate_train would need
             # Plan with 8 bits to spare: each client's noise sits inside its own clipped vector.
             bits = min(self.modulus_bits, 52) - 8
             layout = _layout(d, self.clip, self.weight_cap)
-            plan = plan_quantization(
-                len(nodes),
-                layout.width,
-                layout.magnitude,
-                layout.l2_bound,
-                bits,
-                self.noise_rho,
-                None,
-                len(nodes),
-            )
+            plan = layout.plan(len(nodes), bits, noise_rho=self.noise_rho)
             assert plan.mechanism is not None
             scale, sigma = plan.quantizer.scale, plan.mechanism.sigma
             fields.update({"noise-sigma": sigma, "scale": scale})

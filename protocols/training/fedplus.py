@@ -59,15 +59,14 @@ from protocols.training.models import (
 )
 from protocols.training.privacy import DEFAULT_DP_CLIP, ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
-from protocols.training.trainer_results import ErrorSummary, RoundRecord, model_result_record
+from protocols.training.trainer_config import RunConfig
+from protocols.training.trainer_results import CurveResult, ErrorSummary, RoundRecord
 from protocols.training.trainers import blas_thread_limit
 from secagg import TooFewSurvivorsError
 from secagg.validation import (
     check_fraction,
-    check_int,
     check_nonnegative,
     check_positive,
-    check_seed,
 )
 
 __all__ = [
@@ -118,7 +117,7 @@ ProgressCallback = Callable[[int, int], None]
 
 
 @dataclass(frozen=True, slots=True)
-class FedPlusConfig:
+class FedPlusConfig(RunConfig):
     """Everything a Fed+ run depends on besides the data (frozen; validated on construction).
 
     Parameters
@@ -208,62 +207,17 @@ class FedPlusConfig:
     noise_seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.algorithm not in FEDPLUS_ALGORITHMS:
-            raise ValueError(
-                f"algorithm must be one of {', '.join(FEDPLUS_ALGORITHMS)}; got {self.algorithm!r}"
-            )
-        ints = {
-            "rounds": 1,
-            "clients_per_round": 2,
-            "local_steps": 1,
-            "batch_size": 1,
-            "aggregation_iterations": 0,
-            "hidden": 1,
-            "eval_every": 0,
-        }
-        for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
-        for name in ("lr", "sigma"):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        self._check_choice("algorithm", FEDPLUS_ALGORITHMS)
+        self._check_run(aggregation_iterations=0, hidden=1)
+        self._set("sigma", check_positive("sigma", self.sigma))
         if self.smoothing is not None:
-            object.__setattr__(self, "smoothing", check_positive("smoothing", self.smoothing))
-        object.__setattr__(
-            self, "mixing", check_fraction("mixing", self.mixing, zero=True, one=True)
-        )
-        if self.aggregation_method not in ("moreau", "weiszfeld"):
-            raise ValueError(
-                f"aggregation_method must be 'moreau' or 'weiszfeld'; "
-                f"got {self.aggregation_method!r}"
-            )
-        object.__setattr__(
-            self, "aggregation_tol", check_nonnegative("aggregation_tol", self.aggregation_tol)
-        )
-        if self.weighting not in ("uniform", "data"):
-            raise ValueError(f"weighting must be 'uniform' or 'data'; got {self.weighting!r}")
-        if self.model not in ("auto", "logreg", "mlp", "linear"):
-            raise ValueError(f"model must be one of auto, logreg, mlp, linear; got {self.model!r}")
-        if not isinstance(self.secure, bool):
-            raise TypeError(f"secure must be a bool; got {type(self.secure).__name__}")
-        bits = check_int("bits", self.bits, minimum=8)
-        if bits > 64:
-            raise ValueError(f"bits must lie in [8, 64]; got {bits}")
-        if self.update_clip is not None:
-            object.__setattr__(self, "update_clip", check_positive("update_clip", self.update_clip))
-        object.__setattr__(
-            self, "dropout", check_fraction("dropout", self.dropout, zero=True, one=False)
-        )
-        seed = check_seed(self.seed)
-        if seed is None:
-            raise TypeError("seed must be an int: every run is reproducible from its seed")
-        if self.blas_threads is not None:
-            check_int("blas_threads", self.blas_threads, minimum=1)
-        object.__setattr__(
-            self, "delta", check_fraction("delta", self.delta, zero=False, one=False)
-        )
-        if self.noise_seed is not None:
-            check_seed(self.noise_seed)
+            self._set("smoothing", check_positive("smoothing", self.smoothing))
+        self._set("mixing", check_fraction("mixing", self.mixing, zero=True, one=True))
+        self._check_choice("aggregation_method", ("moreau", "weiszfeld"))
+        self._set("aggregation_tol", check_nonnegative("aggregation_tol", self.aggregation_tol))
+        self._check_choice("weighting", ("uniform", "data"))
+        self._check_choice("model", ("auto", "logreg", "mlp", "linear"))
         if self.epsilon is not None:
-            object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
             regularizer = _REGULARIZERS[self.algorithm]
             if regularizer == "l1" and self._method == "weiszfeld":
                 raise ValueError(
@@ -334,19 +288,9 @@ class FedPlusConfig:
         """δ: the configured one, or the paper's default for the algorithm."""
         return self.smoothing if self.smoothing is not None else _DEFAULT_SMOOTHING[self.algorithm]
 
-    def with_changes(self, **changes: Any) -> FedPlusConfig:
-        """A validated copy with some fields changed.
-
-        Examples
-        --------
-        >>> FedPlusConfig().with_changes(rounds=3).rounds
-        3
-        """
-        return dataclasses.replace(self, **changes)
-
 
 @dataclass(frozen=True, eq=False)
-class FedPlusResult:
+class FedPlusResult(CurveResult):
     """The outcome of :func:`train_fedplus`.
 
     Attributes
@@ -378,6 +322,8 @@ class FedPlusResult:
     rho_spent, epsilon_spent, privacy
         Under DP (``config.epsilon``): the zCDP ρ spent, the (ε, δ) certified at
         ``config.delta`` for the whole run, and the plan and ledger; ``None`` without DP.
+        :attr:`dp_covers` is then ``"model"``: the released global models (a party's
+        personalised model never leaves it; what it releases is in the global model's updates).
 
     Examples
     --------
@@ -411,26 +357,6 @@ class FedPlusResult:
     epsilon_spent: float | None = None
     privacy: dict[str, Any] | None = None
 
-    @property
-    def dp_covers(self) -> str:
-        """What the run's ε covers: ``"global model"`` under DP, else ``"nothing (no DP)"``.
-
-        Examples
-        --------
-        >>> from protocols.training.datasets import synthetic_iid
-        >>> data = synthetic_iid(num_clients=4, num_test_clients=0, seed=0)
-        >>> config = FedPlusConfig(algorithm="fedavg+", rounds=1, clients_per_round=4,
-        ...                        secure=False, epsilon=5.0)
-        >>> train_fedplus(config, data).dp_covers
-        'global model'
-        """
-        return "nothing (no DP)" if self.privacy is None else "global model"
-
-    @property
-    def accuracy(self) -> float:
-        """Mean personalised test accuracy 1 − mean error (classification only)."""
-        return 1.0 - self.errors.mean
-
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable record (parameters left out).
 
@@ -443,13 +369,10 @@ class FedPlusResult:
         >>> record["algorithm"], sorted(record["errors"])[:2]
         ('fedgeomed+', ['mean', 'num_clients'])
         """
-        return {
-            "algorithm": self.config.algorithm,
-            "config": dataclasses.asdict(self.config),
-            **model_result_record(self),
-            "global_errors": dataclasses.asdict(self.global_errors),
-            "num_secure_sums": self.num_secure_sums,
-        }
+        record = self._run_record()
+        record["global_errors"] = dataclasses.asdict(self.global_errors)
+        record["num_secure_sums"] = self.num_secure_sums
+        return record
 
 
 def fedplus_local_solve(

@@ -26,7 +26,6 @@ is NOT compatible with secure aggregation (``secure=True`` raises).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
@@ -54,7 +53,8 @@ from protocols.training._round_loop import (
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.privacy import ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
-from protocols.training.trainer_results import ErrorSummary, RoundRecord, model_result_record
+from protocols.training.trainer_config import RunConfig
+from protocols.training.trainer_results import CurveResult, ErrorSummary, RoundRecord
 from protocols.training.trainers import blas_thread_limit
 from protocols.training.weak_learners import (
     FourierRidgeLearner,
@@ -63,11 +63,8 @@ from protocols.training.weak_learners import (
 )
 from secagg import TooFewSurvivorsError
 from secagg.validation import (
-    check_fraction,
-    check_int,
     check_nonnegative,
     check_positive,
-    check_seed,
 )
 
 __all__ = [
@@ -100,7 +97,7 @@ _SAMPLE, _ORACLE, _DROPOUT, _AGGREGATE, _BASIS = 21, 22, 23, 24, 25
 
 
 @dataclass(frozen=True, slots=True)
-class FFGBConfig:
+class FFGBConfig(RunConfig):
     """Everything an FFGB run depends on besides the data (frozen; validated on construction).
 
     Parameters
@@ -192,75 +189,30 @@ each client's networks): set secure=False
     coefficient_clip: float | None = None
 
     def __post_init__(self) -> None:
-        if self.variant not in FFGB_VARIANTS:
-            raise ValueError(
-                f"variant must be one of {', '.join(FFGB_VARIANTS)}; got {self.variant!r}"
-            )
-        ints = {
-            "rounds": 1,
-            "clients_per_round": 2,
-            "local_steps": 1,
-            "num_features": 1,
-            "mlp_hidden": 1,
-            "mlp_steps": 1,
-            "eval_every": 0,
-        }
-        for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
-        for name in ("step_size", "ridge", "mlp_lr", "function_clip", "query_clip"):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
-        object.__setattr__(
-            self, "residual_clip", check_positive("residual_clip", self.residual_clip)
-        )
-        object.__setattr__(self, "step_power", check_nonnegative("step_power", self.step_power))
-        object.__setattr__(self, "mu", check_nonnegative("mu", self.mu))
+        self._check_choice("variant", FFGB_VARIANTS)
+        self._check_run(num_features=1, mlp_hidden=1, mlp_steps=1)
+        positive = ("step_size", "ridge", "mlp_lr", "function_clip", "query_clip", "residual_clip")
+        for name in positive:
+            self._set(name, check_positive(name, getattr(self, name)))
+        self._set("step_power", check_nonnegative("step_power", self.step_power))
+        self._set("mu", check_nonnegative("mu", self.mu))
         if self.bandwidth is not None:
-            object.__setattr__(self, "bandwidth", check_positive("bandwidth", self.bandwidth))
-        if self.residual not in ("round", "persistent", "none"):
-            raise ValueError(
-                f"residual must be 'round', 'persistent' or 'none'; got {self.residual!r}"
-            )
-        if self.learner not in ("fourier", "mlp"):
-            raise ValueError(f"learner must be 'fourier' or 'mlp'; got {self.learner!r}")
-        if self.weighting not in ("data", "uniform"):
-            raise ValueError(f"weighting must be 'data' or 'uniform'; got {self.weighting!r}")
-        if self.evaluation not in ("auto", "heldout", "test_clients"):
-            raise ValueError(
-                f"evaluation must be auto, heldout or test_clients; got {self.evaluation!r}"
-            )
-        if not isinstance(self.secure, bool):
-            raise TypeError(f"secure must be a bool; got {type(self.secure).__name__}")
+            self._set("bandwidth", check_positive("bandwidth", self.bandwidth))
+        self._check_choice("residual", ("round", "persistent", "none"))
+        self._check_choice("learner", ("fourier", "mlp"))
+        self._check_choice("weighting", ("data", "uniform"))
         if self.secure and self.learner == "mlp":
             raise ValueError(
                 "the MLP learner is not compatible with secure aggregation (the server must see "
                 "each client's networks): set secure=False"
             )
-        bits = check_int("bits", self.bits, minimum=8)
-        if bits > 64:
-            raise ValueError(f"bits must lie in [8, 64]; got {bits}")
-        object.__setattr__(
-            self, "dropout", check_fraction("dropout", self.dropout, zero=True, one=False)
-        )
-        if check_seed(self.seed) is None:
-            raise TypeError("seed must be an int: every run is reproducible from its seed")
-        if self.blas_threads is not None:
-            check_int("blas_threads", self.blas_threads, minimum=1)
-        object.__setattr__(
-            self, "delta", check_fraction("delta", self.delta, zero=False, one=False)
-        )
-        if self.noise_seed is not None:
-            check_seed(self.noise_seed)
         if self.coefficient_clip is not None:
-            object.__setattr__(
-                self, "coefficient_clip", check_positive("coefficient_clip", self.coefficient_clip)
+            self._set("coefficient_clip", check_positive("coefficient_clip", self.coefficient_clip))
+        if self.epsilon is not None and self.learner != "fourier":
+            raise ValueError(
+                "epsilon: DP needs the Fourier learner (a shared basis whose coefficients "
+                "the noisy secure average sums)"
             )
-        if self.epsilon is not None:
-            object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
-            if self.learner != "fourier":
-                raise ValueError(
-                    "epsilon: DP needs the Fourier learner (a shared basis whose coefficients "
-                    "the noisy secure average sums)"
-                )
 
     @property
     def model_dp(self) -> bool:
@@ -296,16 +248,6 @@ each client's networks): set secure=False
         """
         position = (round_index + 1) * self.local_steps + local_index + 1
         return float(self.step_size / position**self.step_power)
-
-    def with_changes(self, **changes: Any) -> FFGBConfig:
-        """A validated copy with some fields changed.
-
-        Examples
-        --------
-        >>> FFGBConfig().with_changes(rounds=3).rounds
-        3
-        """
-        return dataclasses.replace(self, **changes)
 
 
 class FunctionalModel:
@@ -354,7 +296,7 @@ class FunctionalModel:
 
 
 @dataclass(frozen=True, eq=False)
-class FFGBResult:
+class FFGBResult(CurveResult):
     """The outcome of :func:`train_ffgb`.
 
     Attributes
@@ -416,16 +358,6 @@ class FFGBResult:
     epsilon_spent: float | None = None
     privacy: dict[str, Any] | None = None
 
-    @property
-    def dp_covers(self) -> str:
-        """``"model"`` under DP, else ``"nothing (no DP)"``."""
-        return "nothing (no DP)" if self.privacy is None else "model"
-
-    @property
-    def accuracy(self) -> float:
-        """Mean test accuracy over the evaluation clients (classification)."""
-        return 1.0 - self.errors.mean
-
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable record (the model left out).
 
@@ -438,13 +370,11 @@ class FFGBResult:
         >>> record["variant"], record["secure_aggregation_compatible"]
         ('ffgb', True)
         """
-        return {
-            "variant": self.config.variant,
-            "config": dataclasses.asdict(self.config),
-            **model_result_record(self),
-            "evaluation": self.evaluation,
-            "secure_aggregation_compatible": self.secure_aggregation_compatible,
-        }
+        record = self._run_record()
+        record["algorithm"] = record["variant"] = self.config.variant
+        record["evaluation"] = self.evaluation
+        record["secure_aggregation_compatible"] = self.secure_aggregation_compatible
+        return record
 
 
 def _softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:

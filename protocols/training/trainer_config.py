@@ -1,16 +1,19 @@
-"""Configuration of the reference trainers (FedAvg, Δ-FL, RFA, one-step RFA), validated on creation.
+"""Configuration of the reference trainers, validated on creation.
 
-One frozen dataclass, :class:`TrainerConfig`, holds everything a run depends on besides the data:
-the algorithm and its parameters, local SGD, the secure path, dropouts, corruption, evaluation and
-the seed. The trainers themselves are in :mod:`protocols.training.trainers`.
+One frozen dataclass, :class:`TrainerConfig`, holds everything a FedAvg, Δ-FL, RFA or one-step RFA
+run depends on besides the data: the algorithm and its parameters, local SGD, the secure path,
+dropouts, corruption, evaluation and the seed. The trainers themselves are in
+:mod:`protocols.training.trainers`. :class:`RunConfig` is the base of every trainer's
+configuration (this one, Fed+'s and FFGB's): the fields they share are validated in one place.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, Self, get_args
 
 from dpquantile import QUANTILE_READERS, QuantileReader, rho_for_epsilon
 from protocols.aggregation.superquantile import EMPTY_TAIL_POLICIES, EmptyTailPolicy
@@ -32,6 +35,7 @@ __all__ = [
     "Algorithm",
     "Evaluation",
     "ModelKind",
+    "RunConfig",
     "ThresholdMethod",
     "TrainerConfig",
 ]
@@ -57,9 +61,136 @@ MODELS: tuple[str, ...] = get_args(ModelKind)
 
 _NEIGHBORS_AUTO = "auto"
 
+# Integer fields some trainers have, with their smallest value (checked where present).
+_SHARED_INT_MINIMA: dict[str, int] = {
+    "rounds": 1,
+    "clients_per_round": 2,
+    "local_steps": 1,
+    "batch_size": 1,
+    "eval_every": 0,
+}
+
+
+class RunConfig:
+    """The base of every trainer's configuration: the fields they share, validated one way.
+
+    Each subclass is a frozen dataclass with at least ``rounds``, ``clients_per_round``,
+    ``local_steps``, ``secure``, ``bits`` (in [8, 64]), ``dropout`` (in [0, 1)), ``seed`` (an
+    int: every run is reproducible), ``noise_seed``, ``blas_threads``, ``epsilon`` (the whole
+    run's ε, ``None``: no DP) and ``delta``; ``batch_size``, ``eval_every``, ``lr``,
+    ``update_clip`` and ``evaluation`` are checked where a subclass has them. Its
+    ``__post_init__`` calls :meth:`_check_run` with its own integer fields, then checks the rest.
+
+    Examples
+    --------
+    >>> from protocols.training.ffgb import FFGBConfig
+    >>> from protocols.training.fedplus import FedPlusConfig
+    >>> for kind in (TrainerConfig, FedPlusConfig, FFGBConfig):
+    ...     try:
+    ...         kind(bits=70)
+    ...     except ValueError as error:
+    ...         print(kind.__name__, error)
+    TrainerConfig bits must lie in [8, 64]; got 70
+    FedPlusConfig bits must lie in [8, 64]; got 70
+    FFGBConfig bits must lie in [8, 64]; got 70
+    >>> round(FFGBConfig(epsilon=5.0).rho_budget, 4)
+    0.551
+    """
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    rounds: int
+    clients_per_round: int
+    local_steps: int
+    secure: bool
+    bits: int
+    dropout: float
+    seed: int
+    noise_seed: int | None
+    blas_threads: int | None
+    epsilon: float | None
+    delta: float
+
+    def _set(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+
+    def _check_choice(self, name: str, choices: Collection[str]) -> None:
+        value = getattr(self, name)
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+    def _check_run(self, **int_minima: int) -> None:
+        """Validate and normalise the shared fields and the subclass's ``int_minima``."""
+        present = self.__dataclass_fields__
+        minima = {name: m for name, m in _SHARED_INT_MINIMA.items() if name in present}
+        for name, minimum in (minima | int_minima).items():
+            self._set(name, check_int(name, getattr(self, name), minimum=minimum))
+        bits = check_int("bits", self.bits, minimum=8)
+        if bits > 64:
+            raise ValueError(f"bits must lie in [8, 64]; got {bits}")
+        self._set("bits", bits)
+        for name in ("lr", "update_clip"):  # update_clip may be None
+            if name in present and getattr(self, name) is not None:
+                self._set(name, check_positive(name, getattr(self, name)))
+        if not isinstance(self.secure, bool):
+            raise TypeError(f"secure must be a bool; got {type(self.secure).__name__}")
+        self._set("dropout", check_fraction("dropout", self.dropout, zero=True, one=False))
+        if "evaluation" in present:
+            self._check_choice("evaluation", EVALUATIONS)
+        seed = check_seed(self.seed)
+        if seed is None:
+            raise TypeError("seed must be an int: every run is reproducible from its seed")
+        self._set("seed", seed)
+        self._set("noise_seed", check_seed(self.noise_seed))
+        if self.blas_threads is not None:
+            self._set("blas_threads", check_int("blas_threads", self.blas_threads, minimum=1))
+        if self.epsilon is not None:
+            self._set("epsilon", check_positive("epsilon", self.epsilon))
+        self._set("delta", check_fraction("delta", self.delta, zero=False, one=False))
+
+    @property
+    def rho_budget(self) -> float | None:
+        """The whole run's zCDP budget: the largest ρ that is (ε, δ)-DP, or ``None`` without DP.
+
+        Examples
+        --------
+        >>> round(TrainerConfig(algorithm="deltafl", epsilon=2.0, delta=1e-6).rho_budget, 4)
+        0.0882
+        """
+        return None if self.epsilon is None else rho_for_epsilon(self.epsilon, self.delta)
+
+    def with_changes(self, **changes: Any) -> Self:
+        """A validated copy with some fields changed.
+
+        Examples
+        --------
+        >>> TrainerConfig().with_changes(algorithm="rfa", rounds=3).rounds
+        3
+        """
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable record of the configuration.
+
+        Examples
+        --------
+        >>> record = TrainerConfig(corruption=Corruption("omniscient", 0.25)).to_dict()
+        >>> record["corruption"], record["secure"]
+        ({'kind': 'omniscient', 'fraction': 0.25}, True)
+        """
+        record: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, Corruption):
+                value = {"kind": value.kind, "fraction": value.fraction}
+            elif isinstance(value, float) and not math.isfinite(value):
+                value = str(value)
+            record[name] = value
+        return record
+
 
 @dataclass(frozen=True, slots=True)
-class TrainerConfig:
+class TrainerConfig(RunConfig):
     """Everything a training run depends on besides the data (frozen; validated on construction).
 
     Parameters
@@ -223,104 +354,42 @@ class TrainerConfig:
     blas_threads: int | None = 1
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(
-                f"algorithm must be one of {', '.join(ALGORITHMS)}; got {self.algorithm!r}"
-            )
-        ints = {
-            "rounds": 1,
-            "clients_per_round": 2,
-            "local_steps": 1,
-            "batch_size": 1,
-            "hidden": 1,
-            "quantile_bins": 2,
-            "rfa_max_iterations": 0,
-        }
-        for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum=minimum))
+        self._check_choice("algorithm", ALGORITHMS)
+        self._check_run(hidden=1, quantile_bins=2, rfa_max_iterations=0)
         if self.quantile_bins & (self.quantile_bins - 1):
             raise ValueError(f"quantile_bins must be a power of 2; got {self.quantile_bins}")
-        bits = check_int("bits", self.bits, minimum=8)
-        if bits > 64:
-            raise ValueError(f"bits must lie in [8, 64]; got {bits}")
-        object.__setattr__(self, "bits", bits)
-        object.__setattr__(self, "lr", check_positive("lr", self.lr))
-        object.__setattr__(
-            self, "weight_decay", check_nonnegative("weight_decay", self.weight_decay)
-        )
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {', '.join(MODELS)}; got {self.model!r}")
-        object.__setattr__(self, "theta", check_fraction("theta", self.theta, zero=False, one=True))
-        if self.epsilon is not None:
-            object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+        self._set("weight_decay", check_nonnegative("weight_decay", self.weight_decay))
+        self._check_choice("model", MODELS)
+        self._set("theta", check_fraction("theta", self.theta, zero=False, one=True))
         self._check_dp()
-        object.__setattr__(
-            self, "delta", check_fraction("delta", self.delta, zero=False, one=False)
-        )
         if self.loss_upper is not None:
-            object.__setattr__(self, "loss_upper", check_positive("loss_upper", self.loss_upper))
-        if self.threshold_method not in THRESHOLD_METHODS:
-            raise ValueError(
-                f"threshold_method must be one of {', '.join(THRESHOLD_METHODS)}; "
-                f"got {self.threshold_method!r}"
-            )
-        object.__setattr__(
-            self, "tracking_rate", check_positive("tracking_rate", self.tracking_rate)
-        )
-        if self.threshold_reader not in QUANTILE_READERS:
-            raise ValueError(
-                f"threshold_reader must be one of {', '.join(QUANTILE_READERS)}; "
-                f"got {self.threshold_reader!r}"
-            )
-        every = check_int("threshold_every", self.threshold_every, minimum=1)
-        object.__setattr__(self, "threshold_every", every)
-        if self.empty_tail not in EMPTY_TAIL_POLICIES:
-            raise ValueError(
-                f"empty_tail must be one of {EMPTY_TAIL_POLICIES}; got {self.empty_tail!r}"
-            )
+            self._set("loss_upper", check_positive("loss_upper", self.loss_upper))
+        self._check_choice("threshold_method", THRESHOLD_METHODS)
+        self._set("tracking_rate", check_positive("tracking_rate", self.tracking_rate))
+        self._check_choice("threshold_reader", QUANTILE_READERS)
+        self._set("threshold_every", check_int("threshold_every", self.threshold_every, minimum=1))
+        self._check_choice("empty_tail", EMPTY_TAIL_POLICIES)
         if self.rfa_smoothing is not None:
-            object.__setattr__(
-                self, "rfa_smoothing", check_positive("rfa_smoothing", self.rfa_smoothing)
-            )
-        object.__setattr__(self, "rfa_ftol", check_nonnegative("rfa_ftol", self.rfa_ftol))
-        if not isinstance(self.secure, bool):
-            raise TypeError(f"secure must be a bool; got {type(self.secure).__name__}")
-        if self.update_clip is not None:
-            object.__setattr__(self, "update_clip", check_positive("update_clip", self.update_clip))
+            self._set("rfa_smoothing", check_positive("rfa_smoothing", self.rfa_smoothing))
+        self._set("rfa_ftol", check_nonnegative("rfa_ftol", self.rfa_ftol))
         if self.neighbors not in (_NEIGHBORS_AUTO, None):
-            object.__setattr__(self, "neighbors", check_int("neighbors", self.neighbors, minimum=2))
-        object.__setattr__(
-            self, "dropout", check_fraction("dropout", self.dropout, zero=True, one=False)
-        )
+            self._set("neighbors", check_int("neighbors", self.neighbors, minimum=2))
         if self.corruption is not None and not isinstance(self.corruption, Corruption):
             raise TypeError(
                 f"corruption must be a Corruption or None; got {type(self.corruption).__name__}"
             )
-        if self.evaluation not in EVALUATIONS:
-            raise ValueError(
-                f"evaluation must be one of {', '.join(EVALUATIONS)}; got {self.evaluation!r}"
-            )
-        seed = check_seed(self.seed)
-        if seed is None:
-            raise TypeError("seed must be an int: every run is reproducible from its seed")
-        object.__setattr__(self, "seed", seed)
-        object.__setattr__(self, "noise_seed", check_seed(self.noise_seed))
-        if self.blas_threads is not None:
-            object.__setattr__(
-                self, "blas_threads", check_int("blas_threads", self.blas_threads, minimum=1)
-            )
 
     def _check_dp(self) -> None:
         share = check_fraction("dp_threshold_share", self.dp_threshold_share, zero=False, one=False)
-        object.__setattr__(self, "dp_threshold_share", share)
+        self._set("dp_threshold_share", share)
         if not isinstance(self.adaptive_clip, bool):
             raise TypeError(
                 f"adaptive_clip must be a bool; got {type(self.adaptive_clip).__name__}"
             )
         for name in ("clip_quantile", "clip_share"):
             value = check_fraction(name, getattr(self, name), zero=False, one=False)
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "clip_rate", check_positive("clip_rate", self.clip_rate))
+            self._set(name, value)
+        self._set("clip_rate", check_positive("clip_rate", self.clip_rate))
         if self.adaptive_clip and not self.model_dp:
             raise ValueError(
                 "adaptive_clip needs model DP (an epsilon covering the model): without noise the "
@@ -439,43 +508,3 @@ class TrainerConfig:
             return self.rfa_smoothing
         clip = self.clip
         return 0.25 * clip if self.model_dp and clip is not None else 1e-6
-
-    @property
-    def rho_budget(self) -> float | None:
-        """The whole run's zCDP budget: the largest ρ that is (ε, δ)-DP, or ``None`` without DP.
-
-        Examples
-        --------
-        >>> round(TrainerConfig(algorithm="deltafl", epsilon=2.0, delta=1e-6).rho_budget, 4)
-        0.0882
-        """
-        return None if self.epsilon is None else rho_for_epsilon(self.epsilon, self.delta)
-
-    def with_changes(self, **changes: Any) -> TrainerConfig:
-        """A validated copy with some fields changed.
-
-        Examples
-        --------
-        >>> TrainerConfig().with_changes(algorithm="rfa", rounds=3).rounds
-        3
-        """
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable record of the configuration.
-
-        Examples
-        --------
-        >>> record = TrainerConfig(corruption=Corruption("omniscient", 0.25)).to_dict()
-        >>> record["corruption"], record["secure"]
-        ({'kind': 'omniscient', 'fraction': 0.25}, True)
-        """
-        record: dict[str, Any] = {}
-        for item in dataclasses.fields(self):
-            value = getattr(self, item.name)
-            if isinstance(value, Corruption):
-                value = {"kind": value.kind, "fraction": value.fraction}
-            elif isinstance(value, float) and not math.isfinite(value):
-                value = str(value)
-            record[item.name] = value
-        return record

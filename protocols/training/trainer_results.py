@@ -1,7 +1,8 @@
 """Results of the reference trainers: per-round records, per-client error summaries, the run.
 
 :class:`TrainingResult` is what :func:`protocols.training.trainers.train` returns; ``to_dict``
-gives the JSON record the command line and the benchmarks write.
+gives the JSON record the command line and the benchmarks write. :class:`RunResult` is the base
+of every trainer's result (this one, Fed+'s and FFGB's): what they report alike is written once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from numpy.typing import NDArray
 
 from protocols.training.trainer_config import TrainerConfig
 
-__all__ = ["ErrorSummary", "RoundRecord", "TrainingResult", "model_result_record"]
+__all__ = ["CurveResult", "ErrorSummary", "RoundRecord", "RunResult", "TrainingResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +108,88 @@ class RoundRecord:
     corrupted_weight: float = 0.0
 
 
+class RunResult:
+    """The base of every trainer's result: accuracy, what ε covers, the JSON fields they share.
+
+    Each subclass is a frozen dataclass with (at least) the attributes annotated here.
+
+    Examples
+    --------
+    >>> from protocols.training.datasets import synthetic
+    >>> from protocols.training.ffgb import FFGBConfig, train_ffgb
+    >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
+    >>> result = train_ffgb(FFGBConfig(rounds=1, clients_per_round=2, num_features=8), data,
+    ...                     secure=False)
+    >>> isinstance(result, RunResult), result.dp_covers, 0.0 <= result.accuracy <= 1.0
+    (True, 'nothing (no DP)', True)
+    """
+
+    __slots__ = ()
+    config: Any
+    dataset: str
+    dataset_seed: int
+    history: tuple[RoundRecord, ...]
+    client_ids: tuple[int, ...]
+    client_errors: NDArray[np.float64]
+    errors: ErrorSummary
+    num_secure_averages: int
+    rounds_skipped: int
+    rejected_updates: int
+    wall_time: float
+    seeds: Mapping[str, int]
+    rho_spent: float | None
+    epsilon_spent: float | None
+    privacy: Mapping[str, Any] | None
+
+    @property
+    def accuracy(self) -> float:
+        """Mean test accuracy 1 − mean error over the evaluated clients (classification)."""
+        return 1.0 - self.errors.mean
+
+    @property
+    def dp_covers(self) -> str:
+        """What ``epsilon_spent`` is a guarantee for: ``"nothing (no DP)"``, or the run's
+        :attr:`~protocols.training.privacy.RunPrivacyPlan.covers`: ``"model"`` (every model
+        average was noisy: user-level DP of the released models), ``"thresholds only (model: no
+        DP)"`` (Δ-FL's loss thresholds) or ``"model + thresholds"``.
+
+        Examples
+        --------
+        >>> from protocols.training.datasets import synthetic
+        >>> from protocols.training.trainers import train
+        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
+        >>> train(data, TrainerConfig(rounds=1, clients_per_round=2, secure=False)).dp_covers
+        'nothing (no DP)'
+        """
+        if self.privacy is None:
+            return "nothing (no DP)"
+        return str(self.privacy["plan"]["covers"])
+
+    def _run_record(self) -> dict[str, Any]:
+        """The JSON fields every result shares; each ``to_dict`` adds its own."""
+        return {
+            "algorithm": getattr(self.config, "algorithm", None),
+            "config": self.config.to_dict(),
+            "dataset": self.dataset,
+            "dataset_seed": self.dataset_seed,
+            "errors": dataclasses.asdict(self.errors),
+            "client_ids": list(self.client_ids),
+            "client_errors": [float(e) for e in self.client_errors],
+            "num_secure_averages": self.num_secure_averages,
+            "rounds_skipped": self.rounds_skipped,
+            "rejected_updates": self.rejected_updates,
+            "dp_covers": self.dp_covers,
+            "rho_spent": self.rho_spent,
+            "epsilon_spent": self.epsilon_spent,
+            "privacy": None if self.privacy is None else dict(self.privacy),
+            "wall_time": self.wall_time,
+            "seeds": dict(self.seeds),
+            "history": [dataclasses.asdict(r) for r in self.history],
+        }
+
+
 @dataclass(frozen=True, eq=False)
-class TrainingResult:
+class TrainingResult(RunResult):
     """The outcome of a training run.
 
     Attributes
@@ -217,24 +298,6 @@ class TrainingResult:
         """
         return sum(bool(r.empty_tail) for r in self.history)
 
-    @property
-    def dp_covers(self) -> str:
-        """What ``epsilon_spent`` is a guarantee for: ``"nothing (no DP)"``, ``"model"`` (every
-        model average was noisy: user-level DP of the released models), ``"loss thresholds only
-        (the model: no DP)"`` or ``"model and loss thresholds"``.
-
-        Examples
-        --------
-        >>> from protocols.training.datasets import synthetic
-        >>> from protocols.training.trainers import train
-        >>> data = synthetic(1, 1, num_clients=4, num_test_clients=0, seed=0)
-        >>> train(data, TrainerConfig(rounds=1, clients_per_round=2, secure=False)).dp_covers
-        'nothing (no DP)'
-        """
-        if self.privacy is None:
-            return "nothing (no DP)"
-        return str(self.privacy["plan"]["covers"])
-
     def to_dict(self, *, per_client: bool = True) -> dict[str, Any]:
         """A JSON-serialisable record (the parameters are left out).
 
@@ -248,51 +311,28 @@ class TrainingResult:
         >>> record["config"]["algorithm"], len(record["history"]), sorted(record["errors"])
         ('fedavg', 1, ['mean', 'num_clients', 'p10', 'p50', 'p90'])
         """
-        record: dict[str, Any] = {
-            "algorithm": self.config.algorithm,
-            "config": self.config.to_dict(),
-            "dataset": self.dataset,
-            "dataset_seed": self.dataset_seed,
-            "evaluation": self.evaluation,
-            "errors": {
-                "mean": self.errors.mean,
-                "p10": self.errors.p10,
-                "p50": self.errors.p50,
-                "p90": self.errors.p90,
-                "num_clients": self.errors.num_clients,
-            },
-            "initial_train_loss": self.initial_train_loss,
-            "final_train_loss": self.final_train_loss,
-            "rho_spent": self.rho_spent,
-            "epsilon_spent": self.epsilon_spent,
-            "delta": self.delta,
-            "dp_covers": self.dp_covers,
-            "model_dp": self.config.model_dp,
-            "update_clip": self.config.clip,
-            "update_clip_public": self.config.clip_is_public,
-            "privacy": None if self.privacy is None else dict(self.privacy),
-            "num_secure_averages": self.num_secure_averages,
-            "num_secure_sums": self.num_secure_sums,
-            "rounds_skipped": self.rounds_skipped,
-            "empty_tail_rounds": self.empty_tail_rounds,
-            "rejected_updates": self.rejected_updates,
-            "corrupted_clients": list(self.corrupted_clients),
-            "wall_time": self.wall_time,
-            "seeds": dict(self.seeds),
-            "history": [
-                {name: getattr(r, name) for name in RoundRecord.__dataclass_fields__}
-                for r in self.history
-            ],
-        }
-        if per_client:
-            record["client_ids"] = list(self.client_ids)
-            record["client_errors"] = [float(e) for e in self.client_errors]
+        record = self._run_record()
+        record.update(
+            {
+                "evaluation": self.evaluation,
+                "initial_train_loss": self.initial_train_loss,
+                "final_train_loss": self.final_train_loss,
+                "delta": self.delta,
+                "model_dp": self.config.model_dp,
+                "update_clip": self.config.clip,
+                "update_clip_public": self.config.clip_is_public,
+                "num_secure_sums": self.num_secure_sums,
+                "empty_tail_rounds": self.empty_tail_rounds,
+                "corrupted_clients": list(self.corrupted_clients),
+            }
+        )
+        if not per_client:
+            del record["client_ids"], record["client_errors"]
         return record
 
 
-def model_result_record(result: Any) -> dict[str, Any]:
-    """The JSON fields Fed+'s and FFGB's results share (``result``: a ``FedPlusResult`` or an
-    ``FFGBResult``); each result's ``to_dict`` adds its own.
+class CurveResult(RunResult):
+    """A result with an evaluation curve and byte counts (Fed+'s and FFGB's).
 
     Examples
     --------
@@ -301,29 +341,25 @@ def model_result_record(result: Any) -> dict[str, Any]:
     >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
     >>> result = train_ffgb(FFGBConfig(rounds=1, clients_per_round=2, num_features=8), data,
     ...                     secure=False)
-    >>> record = model_result_record(result)
-    >>> record["model_dp"], record["dp_covers"], len(record["history"])
-    (False, 'nothing (no DP)', 1)
+    >>> record = result.to_dict()
+    >>> record["model_dp"], record["dp_covers"], len(record["history"]), record["curve"][-1][0]
+    (False, 'nothing (no DP)', 1, 1)
     """
-    return {
-        "dataset": result.dataset,
-        "dataset_seed": result.dataset_seed,
-        "errors": dataclasses.asdict(result.errors),
-        "client_ids": list(result.client_ids),
-        "client_errors": [float(e) for e in result.client_errors],
-        "curve": [list(point) for point in result.curve],
-        "num_secure_averages": result.num_secure_averages,
-        "upload_bytes": result.upload_bytes,
-        "payload_bytes": result.payload_bytes,
-        "rounds_skipped": result.rounds_skipped,
-        "dp_covers": result.dp_covers,
-        "model_dp": result.privacy is not None,
-        "rho_spent": result.rho_spent,
-        "epsilon_spent": result.epsilon_spent,
-        "delta": result.config.delta if result.privacy is not None else None,
-        "privacy": result.privacy,
-        "rejected_updates": result.rejected_updates,
-        "wall_time": result.wall_time,
-        "seeds": dict(result.seeds),
-        "history": [dataclasses.asdict(r) for r in result.history],
-    }
+
+    __slots__ = ()
+    curve: tuple[tuple[Any, ...], ...]
+    upload_bytes: int
+    payload_bytes: int
+
+    def _run_record(self) -> dict[str, Any]:
+        record = super()._run_record()
+        record.update(
+            {
+                "curve": [list(point) for point in self.curve],
+                "upload_bytes": self.upload_bytes,
+                "payload_bytes": self.payload_bytes,
+                "model_dp": self.privacy is not None,
+                "delta": self.config.delta if self.privacy is not None else None,
+            }
+        )
+        return record

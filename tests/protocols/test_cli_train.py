@@ -117,7 +117,7 @@ def test_fedplus_and_ffgb_through_the_same_command(
     # (FedCoMed+ by the Moreau alternation, its noisy iteration, in both).
     assert [r["algorithm"] for r in runs[:4]] == ["fedavg+", "fedavg+", "fedcomed+", "fedcomed+"]
     assert [r["model_dp"] for r in runs] == [True, False] * 4
-    assert [r["dp_covers"] for r in runs[:2]] == ["global model", "nothing (no DP)"]
+    assert [r["dp_covers"] for r in runs[:2]] == ["model", "nothing (no DP)"]
     assert runs[0]["epsilon_spent"] <= 5.0 and runs[1]["config"]["update_clip"] == 1.0
     assert runs[2]["epsilon_spent"] <= 5.0
     assert {runs[k]["config"]["aggregation_method"] for k in (2, 3)} == {"moreau"}

@@ -41,7 +41,7 @@ def test_the_mean_path_spends_one_planned_average_per_round(
 ) -> None:
     # weighting="data" is overridden under DP: a party's example count is a private weight.
     result = train_fedplus(_config(algorithm=algorithm, weighting="data"), data)
-    assert result.privacy is not None and result.dp_covers == "global model"
+    assert result.privacy is not None and result.dp_covers == "model"
     ledger = result.privacy["ledger"]
     assert len(ledger) == 3 and {entry["relation"] for entry in ledger} == {"add_remove"}
     plan = result.privacy["plan"]
@@ -117,7 +117,7 @@ def test_fedcomed_plus_pays_every_pull_average(data: FederatedDataset) -> None:
     config = _config(algorithm="fedcomed+", aggregation_iterations=2)
     assert config.averages_per_round == 3 and config.clip == DEFAULT_DP_CLIP
     result = train_fedplus(config, data)
-    assert result.privacy is not None and result.dp_covers == "global model"
+    assert result.privacy is not None and result.dp_covers == "model"
     ledger = result.privacy["ledger"]
     assert len(ledger) == 3 * 3 and result.rounds_skipped == 0
     assert result.epsilon_spent is not None and 4.99 < result.epsilon_spent <= 5.0
