@@ -115,13 +115,12 @@ class RunResult:
 
     Examples
     --------
-    >>> from protocols.training.datasets import synthetic
-    >>> from protocols.training.ffgb import FFGBConfig, train_ffgb
-    >>> data = synthetic(1, 1, num_clients=3, num_test_clients=0, seed=0)
-    >>> result = train_ffgb(FFGBConfig(rounds=1, clients_per_round=2, num_features=8), data,
-    ...                     secure=False)
-    >>> isinstance(result, RunResult), result.dp_covers, 0.0 <= result.accuracy <= 1.0
-    (True, 'nothing (no DP)', True)
+    >>> from protocols.training.datasets import synthetic_iid
+    >>> from protocols.training.trainers import train
+    >>> data = synthetic_iid(num_clients=4, num_test_clients=0, seed=0)
+    >>> result = train(data, TrainerConfig(rounds=1, clients_per_round=4, epsilon=5.0))
+    >>> result.dp_covers, 0.0 <= result.accuracy <= 1.0
+    ('model', True)
     """
 
     __slots__ = ()
