@@ -29,7 +29,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -289,16 +289,14 @@ class FedPlusConfig(RunConfig):
         return self.smoothing if self.smoothing is not None else _DEFAULT_SMOOTHING[self.algorithm]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class FedPlusResult(CurveResult):
     """The outcome of :func:`train_fedplus`.
 
     Attributes
     ----------
-    config, dataset, dataset_seed
-        The configuration and the dataset's name and seed.
-    history
-        One :class:`~protocols.training.trainer_results.RoundRecord` per round.
+    config
+        The :class:`FedPlusConfig`.
     global_parameters
         The final global model w̃.
     client_ids, client_errors, errors
@@ -311,19 +309,11 @@ class FedPlusResult(CurveResult):
     num_secure_averages, num_secure_sums
         Secure sums run (equal here: each Fed+ sum is one secure average or one per-coordinate
         secure sum).
-    upload_bytes
-        Bytes uploaded in the secure sums (0 on the plain path).
-    payload_bytes
-        Nominal upload: every summed client's ring vector at ``bits`` bits per coordinate.
-    rounds_skipped, rejected_updates
-        Skipped rounds; party updates rejected for non-finite values.
-    wall_time, seeds
-        Seconds for the run; ``{"seed", "dataset_seed"}``.
-    rho_spent, epsilon_spent, privacy
-        Under DP (``config.epsilon``): the zCDP ρ spent, the (ε, δ) certified at
-        ``config.delta`` for the whole run, and the plan and ledger; ``None`` without DP.
-        :attr:`dp_covers` is then ``"model"``: the released global models (a party's
-        personalised model never leaves it; what it releases is in the global model's updates).
+    dp_covers
+        Under DP ``"model"``: the released global models (a party's personalised model never
+        leaves it; what it releases is in the global model's updates).
+
+    The other fields are :class:`~protocols.training.trainer_results.CurveResult`'s.
 
     Examples
     --------
@@ -335,27 +325,11 @@ class FedPlusResult(CurveResult):
     """
 
     config: FedPlusConfig
-    dataset: str
-    dataset_seed: int
-    history: tuple[RoundRecord, ...]
     global_parameters: NDArray[np.float64]
-    client_ids: tuple[int, ...]
-    client_errors: NDArray[np.float64]
-    errors: ErrorSummary
     global_client_errors: NDArray[np.float64]
     global_errors: ErrorSummary
     curve: tuple[tuple[int, float], ...]
-    num_secure_averages: int
     num_secure_sums: int
-    upload_bytes: int
-    payload_bytes: int
-    rounds_skipped: int
-    rejected_updates: int
-    wall_time: float
-    seeds: dict[str, int] = field(default_factory=dict)
-    rho_spent: float | None = None
-    epsilon_spent: float | None = None
-    privacy: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable record (parameters left out).

@@ -30,7 +30,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -295,37 +295,28 @@ class FunctionalModel:
         return values
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class FFGBResult(CurveResult):
     """The outcome of :func:`train_ffgb`.
 
     Attributes
     ----------
-    config, dataset, dataset_seed, evaluation
-        The configuration, the dataset's name and seed, and where errors were measured.
-    history
-        One :class:`~protocols.training.trainer_results.RoundRecord` per round.
+    config, evaluation
+        The :class:`FFGBConfig` and where errors were measured.
     model
         The trained :class:`FunctionalModel`.
-    client_ids, client_errors, errors
-        Evaluation clients, their test error (error rate; MSE for regression) and summary.
     curve
         (round, mean test error, cumulative payload bytes) every ``eval_every`` rounds and at
         the end.
     num_secure_averages
         Secure averages run (one per completed round with the Fourier learner; 0 otherwise).
-    upload_bytes
-        Bytes uploaded in secure sums (0 on the plain path).
     payload_bytes
         Nominal upload: each summed client's increment at ``bits`` bits per real (Fourier) or
         64 bits per real (networks sent in the clear).
     secure_aggregation_compatible
         Whether the learner's increments can be averaged by a secure sum.
-    rounds_skipped, rejected_updates, wall_time, seeds
-        As in :class:`~protocols.training.TrainingResult`.
-    rho_spent, epsilon_spent, privacy
-        Under DP: ρ spent, the (ε, δ) certified at ``config.delta``, the plan and the ledger;
-        ``None`` without DP.
+
+    The other fields are :class:`~protocols.training.trainer_results.CurveResult`'s.
 
     Examples
     --------
@@ -337,26 +328,10 @@ class FFGBResult(CurveResult):
     """
 
     config: FFGBConfig
-    dataset: str
-    dataset_seed: int
     evaluation: str
-    history: tuple[RoundRecord, ...]
     model: FunctionalModel
-    client_ids: tuple[int, ...]
-    client_errors: NDArray[np.float64]
-    errors: ErrorSummary
     curve: tuple[tuple[int, float, int], ...]
-    num_secure_averages: int
-    upload_bytes: int
-    payload_bytes: int
     secure_aggregation_compatible: bool
-    rounds_skipped: int
-    rejected_updates: int
-    wall_time: float
-    seeds: dict[str, int] = field(default_factory=dict)
-    rho_spent: float | None = None
-    epsilon_spent: float | None = None
-    privacy: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable record (the model left out).

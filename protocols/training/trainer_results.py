@@ -108,10 +108,28 @@ class RoundRecord:
     corrupted_weight: float = 0.0
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
 class RunResult:
-    """The base of every trainer's result: accuracy, what ε covers, the JSON fields they share.
+    """The base of every trainer's result: the fields, accuracy, what ε covers, the JSON record.
 
-    Each subclass is a frozen dataclass with (at least) the attributes annotated here.
+    Attributes
+    ----------
+    config, dataset, dataset_seed
+        The run's configuration (a :class:`~protocols.training.trainer_config.RunConfig`), the
+        dataset's name and seed.
+    history
+        One :class:`RoundRecord` per round.
+    client_ids, client_errors, errors
+        The evaluated clients, their test errors (error rate; MSE for regression) and the
+        :class:`ErrorSummary`.
+    num_secure_averages, rounds_skipped, rejected_updates, wall_time
+        Secure averages run, skipped rounds, updates rejected for non-finite values, seconds.
+    seeds
+        The seeds the run derives everything from (``"seed"``, ``"dataset_seed"``, ...).
+    rho_spent, epsilon_spent, privacy
+        What the run's one :class:`~dpquantile.PrivacyBudget` spent: the zCDP ρ, the (ε, δ)
+        it certifies at the configuration's δ for what :attr:`dp_covers` names, and the plan
+        and ledger; ``None`` for all three without DP (never "ε = 0").
 
     Examples
     --------
@@ -123,7 +141,6 @@ class RunResult:
     ('model', True)
     """
 
-    __slots__ = ()
     config: Any
     dataset: str
     dataset_seed: int
@@ -135,10 +152,10 @@ class RunResult:
     rounds_skipped: int
     rejected_updates: int
     wall_time: float
-    seeds: Mapping[str, int]
-    rho_spent: float | None
-    epsilon_spent: float | None
-    privacy: Mapping[str, Any] | None
+    seeds: Mapping[str, int] = field(default_factory=dict)
+    rho_spent: float | None = None
+    epsilon_spent: float | None = None
+    privacy: Mapping[str, Any] | None = None
 
     @property
     def accuracy(self) -> float:
@@ -187,7 +204,7 @@ class RunResult:
         }
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class TrainingResult(RunResult):
     """The outcome of a training run.
 
@@ -241,27 +258,13 @@ class TrainingResult(RunResult):
     """
 
     config: TrainerConfig
-    dataset: str
-    dataset_seed: int
     evaluation: str
-    history: tuple[RoundRecord, ...]
     parameters: NDArray[np.float64]
-    client_ids: tuple[int, ...]
-    client_errors: NDArray[np.float64]
-    errors: ErrorSummary
     initial_train_loss: float
     final_train_loss: float
-    rho_spent: float | None
-    epsilon_spent: float | None
     delta: float
-    num_secure_averages: int
     num_secure_sums: int
-    rounds_skipped: int
-    rejected_updates: int
     corrupted_clients: tuple[int, ...]
-    wall_time: float
-    seeds: Mapping[str, int] = field(default_factory=dict)
-    privacy: Mapping[str, Any] | None = None
 
     @property
     def corrupted_majority_rounds(self) -> int:
@@ -330,8 +333,20 @@ class TrainingResult(RunResult):
         return record
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
 class CurveResult(RunResult):
     """A result with an evaluation curve and byte counts (Fed+'s and FFGB's).
+
+    Attributes
+    ----------
+    curve
+        (round, mean test error, ...) every ``eval_every`` rounds and at the end.
+    upload_bytes
+        Bytes uploaded in the secure sums (0 on the plain path).
+    payload_bytes
+        Nominal upload: every summed client's ring vector at ``bits`` bits per coordinate.
+
+    The other fields are :class:`RunResult`'s.
 
     Examples
     --------
@@ -345,7 +360,6 @@ class CurveResult(RunResult):
     (False, 'nothing (no DP)', 1, 1)
     """
 
-    __slots__ = ()
     curve: tuple[tuple[Any, ...], ...]
     upload_bytes: int
     payload_bytes: int
