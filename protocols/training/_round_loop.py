@@ -7,34 +7,121 @@ result carries.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dpquantile import BudgetExceededError
+from protocols.aggregation.secure_average import EffectiveWeightError, ZeroWeightSumError
 from protocols.training.data import FederatedDataset
 from protocols.training.seeds import stream
+from protocols.training.trainer_config import RunConfig
 from protocols.training.trainer_results import RoundRecord
+from secagg import TooFewSurvivorsError
+
+if TYPE_CHECKING:
+    from protocols.training.privacy import ModelPrivacy
 
 __all__ = [
+    "ROUND_FAILURES",
+    "ProgressCallback",
+    "blas_thread_limit",
+    "check_trainer_inputs",
     "dropout_indices",
     "finish_round",
-    "model_trainer_totals",
+    "model_privacy_round",
     "override",
     "run_rounds",
     "run_totals",
+    "run_with_curve",
     "sample_clients",
 ]
 
 logger = logging.getLogger(__name__)
 
+# A round is skipped on these: nothing was released, the model is kept.
+ROUND_FAILURES = (
+    TooFewSurvivorsError,
+    ZeroWeightSumError,
+    EffectiveWeightError,
+    BudgetExceededError,
+)
+
+ProgressCallback = Callable[[int, int], None]
+"""``progress(rounds_done, rounds)``, called after every round."""
+
 _Client = TypeVar("_Client")
 _Config = TypeVar("_Config")
 _Point = TypeVar("_Point")
+_Details = TypeVar("_Details")
+
+
+@contextlib.contextmanager
+def blas_thread_limit(threads: int | None) -> Iterator[None]:
+    """Limit BLAS to ``threads`` threads inside the block (``threadpoolctl`` if installed).
+
+    Without ``threadpoolctl`` (not a dependency) this does nothing: set ``OPENBLAS_NUM_THREADS``
+    before numpy is imported instead.
+
+    Examples
+    --------
+    >>> with blas_thread_limit(1):
+    ...     float(np.ones(3) @ np.ones(3))
+    3.0
+    """
+    if threads is None:
+        yield
+        return
+    try:
+        threadpoolctl = importlib.import_module("threadpoolctl")  # optional, never required
+    except ImportError:
+        logger.debug("threadpoolctl is not installed: BLAS threads left unchanged")
+        yield
+        return
+    with threadpoolctl.threadpool_limits(limits=threads, user_api="blas"):
+        yield
+
+
+def check_trainer_inputs(dataset: object, config: object, kind: type[RunConfig]) -> None:
+    """Refuse a dataset that is not a :class:`FederatedDataset`, a config that is not a ``kind``,
+    or more clients per round than the dataset has."""
+    if not isinstance(dataset, FederatedDataset):
+        raise TypeError(f"dataset must be a FederatedDataset; got {type(dataset).__name__}")
+    if not isinstance(config, kind):
+        raise TypeError(f"config must be a {kind.__name__}; got {type(config).__name__}")
+    if config.clients_per_round > len(dataset.train_clients):
+        raise ValueError(
+            f"clients_per_round = {config.clients_per_round} exceeds the "
+            f"{len(dataset.train_clients)} training clients of {dataset.name}"
+        )
+
+
+@contextlib.contextmanager
+def model_privacy_round(
+    privacy: ModelPrivacy | None, index: int, count: int, what: str
+) -> Iterator[str | None]:
+    """Open round ``index`` of a model-DP trainer with ``count`` contributions (``what``).
+
+    Yields why the round must release nothing (fewer than 2, or fewer than the noise is planned
+    for), or ``None``; on exit the round's spends go to the ledger.
+    """
+    if privacy is not None:
+        privacy.begin_round()
+    try:
+        if count < 2:
+            yield f"{count} {what}: a secure average needs 2"
+        else:
+            yield None if privacy is None else privacy.shortfall(count)
+    finally:
+        if privacy is not None:
+            privacy.end_round(index)
 
 
 def sample_clients(
@@ -92,7 +179,7 @@ def run_rounds(
     *,
     rounds: int,
     eval_every: int,
-    progress: Callable[[int, int], None] | None,
+    progress: ProgressCallback | None,
 ) -> tuple[list[RoundRecord], list[_Point]]:
     """Run ``rounds`` rounds; ``point(done)`` every ``eval_every`` rounds before the last."""
     history: list[RoundRecord] = []
@@ -131,16 +218,36 @@ def run_totals(
     }
 
 
-def model_trainer_totals(
-    trainer: Any, history: Sequence[RoundRecord], start: float
-) -> dict[str, Any]:
-    """Fed+'s and FFGB's shared result fields: bytes on the wire, seeds, and :func:`run_totals`
-    with the ``ModelPrivacy`` report (``trainer``: a ``FedPlusTrainer`` or ``FFGBTrainer``)."""
+def run_with_curve(
+    trainer: Any,
+    evaluate: Callable[[], tuple[tuple[Any, ...], _Details]],
+    progress: ProgressCallback | None,
+) -> tuple[_Details, dict[str, Any]]:
+    """Run Fed+'s or FFGB's ``trainer`` for ``trainer.config.rounds`` rounds under its BLAS limit.
+
+    ``evaluate()`` gives (the curve's point after the round number, details) every
+    ``eval_every`` rounds and after the last. Returns the last details and the result fields
+    the two share: the curve, bytes on the wire, seeds, and :func:`run_totals` with the
+    trainer's ``ModelPrivacy`` report.
+    """
+    config = trainer.config
+    start = time.perf_counter()
+    with blas_thread_limit(config.blas_threads):
+        history, curve = run_rounds(
+            trainer.run_round,
+            lambda done: (done, *evaluate()[0]),
+            rounds=config.rounds,
+            eval_every=config.eval_every,
+            progress=progress,
+        )
+        point, details = evaluate()
+    curve.append((config.rounds, *point))
     privacy = (None, None, None) if trainer.privacy is None else trainer.privacy.report()
-    return {
+    return details, {
+        "curve": tuple(curve),
         "upload_bytes": trainer.upload_bytes,
         "payload_bytes": trainer.payload_bytes,
-        "seeds": {"seed": trainer.config.seed, "dataset_seed": trainer.dataset.seed},
+        "seeds": {"seed": config.seed, "dataset_seed": trainer.dataset.seed},
         **run_totals(history, dataset=trainer.dataset, start=start, privacy=privacy),
     }
 

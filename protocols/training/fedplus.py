@@ -28,7 +28,6 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -38,15 +37,16 @@ from numpy.typing import NDArray
 from protocols.aggregation.fedplus import Regularizer, fedplus_aggregate, fedplus_offsets
 from protocols.aggregation.secure_average import (
     AverageSettings,
-    EffectiveWeightError,
-    ZeroWeightSumError,
 )
 from protocols.training._round_loop import (
+    ROUND_FAILURES,
+    ProgressCallback,
+    check_trainer_inputs,
     dropout_indices,
     finish_round,
-    model_trainer_totals,
+    model_privacy_round,
     override,
-    run_rounds,
+    run_with_curve,
     sample_clients,
 )
 from protocols.training.data import ClientData, FederatedDataset
@@ -61,8 +61,6 @@ from protocols.training.privacy import DEFAULT_DP_CLIP, ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_config import RunConfig
 from protocols.training.trainer_results import CurveResult, ErrorSummary, RoundRecord
-from protocols.training.trainers import blas_thread_limit
-from secagg import TooFewSurvivorsError
 from secagg.validation import (
     check_fraction,
     check_nonnegative,
@@ -109,11 +107,8 @@ _DEFAULT_SMOOTHING = {
     "fedavg": 1.0,
     "rfa": 1e-6,
 }
-_ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightError)
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _SGD, _DROPOUT, _AGGREGATE = 11, 12, 13, 14
-
-ProgressCallback = Callable[[int, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,17 +230,6 @@ class FedPlusConfig(RunConfig):
     @property
     def _method(self) -> Literal["moreau", "weiszfeld"]:
         return "weiszfeld" if self.algorithm == "rfa" else self.aggregation_method
-
-    @property
-    def model_dp(self) -> bool:
-        """Whether the global models carry DP noise (``epsilon`` is set).
-
-        Examples
-        --------
-        >>> FedPlusConfig().model_dp, FedPlusConfig(algorithm="fedprox", epsilon=5.0).model_dp
-        (False, True)
-        """
-        return self.epsilon is not None
 
     @property
     def clip(self) -> float | None:
@@ -433,13 +417,7 @@ class FedPlusTrainer:
     """
 
     def __init__(self, dataset: FederatedDataset, config: FedPlusConfig) -> None:
-        if not isinstance(config, FedPlusConfig):
-            raise TypeError(f"config must be a FedPlusConfig; got {type(config).__name__}")
-        if config.clients_per_round > len(dataset.train_clients):
-            raise ValueError(
-                f"clients_per_round = {config.clients_per_round} exceeds the "
-                f"{len(dataset.train_clients)} training clients"
-            )
+        check_trainer_inputs(dataset, config, FedPlusConfig)
         self.dataset, self.config = dataset, config
         self.model = self._build_model()
         self.global_parameters = self.model.get_parameters()
@@ -566,49 +544,42 @@ class FedPlusTrainer:
             keep.size, config.dropout, seed=config.seed, purpose=_DROPOUT, index=index
         )
         dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
-        reason: str | None = None
         survivors = sums = 0
         method = config._method
         bits = self._bits()
         privacy = self.privacy
-        if privacy is not None:
-            privacy.begin_round()
-        if keep.size < 2:
-            reason = f"{keep.size} finite local model(s): a sum needs 2"
-        elif privacy is not None and privacy.shortfall(int(keep.size)) is not None:
-            reason = privacy.shortfall(int(keep.size))
-        else:
-            root = config.seed if config.noise_seed is None else config.noise_seed
-            try:
-                aggregate = fedplus_aggregate(
-                    new_models[keep] - centre,
-                    alpha,
-                    regularizer=regularizer,
-                    smoothing=delta,
-                    method=method,
-                    max_iterations=config.aggregation_iterations,
-                    tol=config.aggregation_tol,
-                    secure=config.secure,
-                    settings=self._settings(),
-                    weight_cap=1.0 if privacy is not None else None,
-                    seed=derived_seed(root, _AGGREGATE, index),
-                    dropouts=dropouts,
-                    budget=None if privacy is None else privacy.budget,
-                )
-            except _ROUND_FAILURES as error:
-                reason = f"{type(error).__name__}: {error}"
-            else:
-                sums = aggregate.num_secure_sums
-                survivors = len(aggregate.survivors)
-                self.upload_bytes += aggregate.upload_bytes
-                width = 2 * d if regularizer == "l1" and method == "weiszfeld" else d + 1
-                self.payload_bytes += sums * survivors * math.ceil(width * bits / 8)
-                if np.isfinite(aggregate.aggregate).all():
-                    self.global_parameters = centre + aggregate.aggregate
+        with model_privacy_round(privacy, index, int(keep.size), "finite local model(s)") as why:
+            reason = why
+            if reason is None:
+                root = config.seed if config.noise_seed is None else config.noise_seed
+                try:
+                    aggregate = fedplus_aggregate(
+                        new_models[keep] - centre,
+                        alpha,
+                        regularizer=regularizer,
+                        smoothing=delta,
+                        method=method,
+                        max_iterations=config.aggregation_iterations,
+                        tol=config.aggregation_tol,
+                        secure=config.secure,
+                        settings=self._settings(),
+                        weight_cap=1.0 if privacy is not None else None,
+                        seed=derived_seed(root, _AGGREGATE, index),
+                        dropouts=dropouts,
+                        budget=None if privacy is None else privacy.budget,
+                    )
+                except ROUND_FAILURES as error:
+                    reason = f"{type(error).__name__}: {error}"
                 else:
-                    reason = "the released aggregate is not finite"
-        if privacy is not None:
-            privacy.end_round(index)
+                    sums = aggregate.num_secure_sums
+                    survivors = len(aggregate.survivors)
+                    self.upload_bytes += aggregate.upload_bytes
+                    width = 2 * d if regularizer == "l1" and method == "weiszfeld" else d + 1
+                    self.payload_bytes += sums * survivors * math.ceil(width * bits / 8)
+                    if np.isfinite(aggregate.aggregate).all():
+                        self.global_parameters = centre + aggregate.aggregate
+                    else:
+                        reason = "the released aggregate is not finite"
         return finish_round(
             index,
             sampled=m,
@@ -634,29 +605,22 @@ class FedPlusTrainer:
         >>> [r for r, _ in result.curve], result.num_secure_sums >= 2
         ([1, 2], True)
         """
-        config = self.config
-        start = time.perf_counter()
-        with blas_thread_limit(config.blas_threads):
-            history, curve = run_rounds(
-                self.run_round,
-                lambda done: (done, float(self.personal_errors()[1].mean())),
-                rounds=config.rounds,
-                eval_every=config.eval_every,
-                progress=progress,
-            )
+
+        def evaluate() -> tuple[tuple[float], tuple[Any, ...]]:
             ids, personal, shared = self.personal_errors()
-        curve.append((config.rounds, float(personal.mean())))
+            return (float(personal.mean()),), (ids, personal, shared)
+
+        (ids, personal, shared), totals = run_with_curve(self, evaluate, progress)
         return FedPlusResult(
-            config=config,
+            config=self.config,
             global_parameters=self.global_parameters.copy(),
             client_ids=ids,
             client_errors=personal,
             errors=ErrorSummary.from_errors(personal),
             global_client_errors=shared,
             global_errors=ErrorSummary.from_errors(shared),
-            curve=tuple(curve),
-            num_secure_sums=sum(r.secure_sums for r in history),
-            **model_trainer_totals(self, history, start),
+            num_secure_sums=sum(r.secure_sums for r in totals["history"]),
+            **totals,
         )
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -38,30 +37,19 @@ from numpy.typing import ArrayLike, NDArray
 
 from protocols.aggregation.secure_average import (
     AverageSettings,
-    EffectiveWeightError,
-    ZeroWeightSumError,
     secure_weighted_average,
 )
-from protocols.training._round_loop import (
-    dropout_indices,
-    finish_round,
-    model_trainer_totals,
-    override,
-    run_rounds,
-    sample_clients,
-)
+from protocols.training import _round_loop as loop
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.privacy import ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
 from protocols.training.trainer_config import RunConfig
 from protocols.training.trainer_results import CurveResult, ErrorSummary, RoundRecord
-from protocols.training.trainers import blas_thread_limit
 from protocols.training.weak_learners import (
     FourierRidgeLearner,
     MLPRegressorLearner,
     WeakLearner,
 )
-from secagg import TooFewSurvivorsError
 from secagg.validation import (
     check_nonnegative,
     check_positive,
@@ -90,8 +78,6 @@ derived from the data at run time). Chosen on seed 0 of the default job (Synthet
 c = 10, whose median coefficient norm is ≈ 45) among 5, 10, 20, 50: mean error with DP at ε = 5
 0.53, 0.48, 0.48, 0.50 (without DP, clipped alike: 0.23, 0.19, 0.14, 0.10)."""
 
-ProgressCallback = Callable[[int, int], None]
-_ROUND_FAILURES = (TooFewSurvivorsError, ZeroWeightSumError, EffectiveWeightError)
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _ORACLE, _DROPOUT, _AGGREGATE, _BASIS = 21, 22, 23, 24, 25
 
@@ -213,17 +199,6 @@ each client's networks): set secure=False
                 "epsilon: DP needs the Fourier learner (a shared basis whose coefficients "
                 "the noisy secure average sums)"
             )
-
-    @property
-    def model_dp(self) -> bool:
-        """Whether the model carries DP noise (``epsilon`` is set).
-
-        Examples
-        --------
-        >>> FFGBConfig().model_dp, FFGBConfig(epsilon=5.0).model_dp
-        (False, True)
-        """
-        return self.epsilon is not None
 
     @property
     def clip(self) -> float | None:
@@ -384,13 +359,7 @@ class FFGBTrainer:
     def __init__(
         self, dataset: FederatedDataset, config: FFGBConfig, learner: WeakLearner | None = None
     ) -> None:
-        if not isinstance(config, FFGBConfig):
-            raise TypeError(f"config must be an FFGBConfig; got {type(config).__name__}")
-        if config.clients_per_round > len(dataset.train_clients):
-            raise ValueError(
-                f"clients_per_round = {config.clients_per_round} exceeds the "
-                f"{len(dataset.train_clients)} training clients"
-            )
+        loop.check_trainer_inputs(dataset, config, FFGBConfig)
         self.dataset, self.config = dataset, config
         if learner is None:
             if config.learner == "mlp":
@@ -572,7 +541,7 @@ class FFGBTrainer:
         config = self.config
         self.learner.begin_round(derived_seed(config.seed, _BASIS, index) % (1 << 63))
         clients = self.dataset.train_clients
-        sampled = sample_clients(
+        sampled = loop.sample_clients(
             clients, config.clients_per_round, seed=config.seed, purpose=_SAMPLE, index=index
         )
         increments, losses, sizes, decays = [], [], [], []
@@ -593,60 +562,55 @@ class FFGBTrainer:
         uniform = config.weighting == "uniform" or privacy is not None
         alpha = np.ones(len(sizes)) if uniform else np.array(sizes)
         train_loss = float(np.dot(sizes, losses) / sum(sizes)) if sizes else math.nan
-        dropped = dropout_indices(
+        dropped = loop.dropout_indices(
             len(increments), config.dropout, seed=config.seed, purpose=_DROPOUT, index=index
         )
-        reason: str | None = None
         survivors = averages = 0
-        if privacy is not None:
-            privacy.begin_round()
-        if len(increments) < 2:
-            reason = f"{len(increments)} finite client function(s): an average needs 2"
-        elif privacy is not None and privacy.shortfall(len(increments)) is not None:
-            reason = privacy.shortfall(len(increments))
-        elif self.learner.shared_basis:
-            vectors = np.array([self.learner.to_vector(inc) for inc in increments])
-            root = config.seed if config.noise_seed is None else config.noise_seed
-            try:
-                result = secure_weighted_average(
-                    vectors,
-                    alpha,
-                    settings=AverageSettings(bits=config.bits, clip=config.clip)
-                    if privacy is None
-                    else privacy.settings(mean=True),
-                    weight_cap=None if privacy is None else 1.0,
-                    seed=derived_seed(root, _AGGREGATE, index),
-                    dropouts={"masked_input": [int(j) for j in dropped]} if dropped.size else None,
-                    secure=config.secure,
-                    budget=None if privacy is None else privacy.budget,
-                )
-            except _ROUND_FAILURES as error:
-                reason = f"{type(error).__name__}: {error}"
-            else:
-                averages, survivors = 1, len(result.survivors)
-                if result.secure_sum is not None:
-                    self.upload_bytes += sum(result.secure_sum.upload_bytes.values())
-                width = vectors.shape[1] + 1
-                self.payload_bytes += survivors * math.ceil(width * config.bits / 8)
-                if np.isfinite(result.average).all():
-                    average = self.learner.from_vector(result.average)
+        with loop.model_privacy_round(privacy, index, len(increments), "finite function(s)") as why:
+            reason = why
+            if reason is None and self.learner.shared_basis:
+                vectors = np.array([self.learner.to_vector(inc) for inc in increments])
+                root = config.seed if config.noise_seed is None else config.noise_seed
+                try:
+                    result = secure_weighted_average(
+                        vectors,
+                        alpha,
+                        settings=AverageSettings(bits=config.bits, clip=config.clip)
+                        if privacy is None
+                        else privacy.settings(mean=True),
+                        weight_cap=None if privacy is None else 1.0,
+                        seed=derived_seed(root, _AGGREGATE, index),
+                        dropouts={"masked_input": [int(j) for j in dropped]}
+                        if dropped.size
+                        else None,
+                        secure=config.secure,
+                        budget=None if privacy is None else privacy.budget,
+                    )
+                except loop.ROUND_FAILURES as error:
+                    reason = f"{type(error).__name__}: {error}"
                 else:
-                    reason = "the released aggregate is not finite"
-        else:
-            keep = [j for j in range(len(increments)) if j not in set(dropped.tolist())]
-            if len(keep) < 2:
-                reason = f"{len(keep)} client(s) left after dropouts"
-            else:
-                survivors = len(keep)
-                for j in keep:
-                    self.payload_bytes += 8 * self.learner.num_values(increments[j])
-                average = self.learner.average([increments[j] for j in keep], alpha[keep])
-        if privacy is not None:
-            privacy.end_round(index)
+                    averages, survivors = 1, len(result.survivors)
+                    if result.secure_sum is not None:
+                        self.upload_bytes += sum(result.secure_sum.upload_bytes.values())
+                    width = vectors.shape[1] + 1
+                    self.payload_bytes += survivors * math.ceil(width * config.bits / 8)
+                    if np.isfinite(result.average).all():
+                        average = self.learner.from_vector(result.average)
+                    else:
+                        reason = "the released aggregate is not finite"
+            elif reason is None:
+                keep = [j for j in range(len(increments)) if j not in set(dropped.tolist())]
+                if len(keep) < 2:
+                    reason = f"{len(keep)} client(s) left after dropouts"
+                else:
+                    survivors = len(keep)
+                    for j in keep:
+                        self.payload_bytes += 8 * self.learner.num_values(increments[j])
+                    average = self.learner.average([increments[j] for j in keep], alpha[keep])
         if reason is None:
             # The decay c is a public function of the step sizes: equal for every client.
             self._advance(decays[0], average)
-        return finish_round(
+        return loop.finish_round(
             index,
             sampled=len(sampled),
             rejected=rejected,
@@ -658,7 +622,7 @@ class FFGBTrainer:
             start=start,
         )
 
-    def run(self, progress: ProgressCallback | None = None) -> FFGBResult:
+    def run(self, progress: loop.ProgressCallback | None = None) -> FFGBResult:
         """Train for ``config.rounds`` rounds and evaluate.
 
         Examples
@@ -670,28 +634,21 @@ class FFGBTrainer:
         >>> [point[0] for point in result.curve], result.payload_bytes > 0
         ([1, 2], True)
         """
-        config = self.config
-        start = time.perf_counter()
-        with blas_thread_limit(config.blas_threads):
-            history, curve = run_rounds(
-                self.run_round,
-                lambda done: (done, float(self.client_errors().mean()), self.payload_bytes),
-                rounds=config.rounds,
-                eval_every=config.eval_every,
-                progress=progress,
-            )
+
+        def evaluate() -> tuple[tuple[float, int], NDArray[np.float64]]:
             errors = self.client_errors()
-        curve.append((config.rounds, float(errors.mean()), self.payload_bytes))
+            return (float(errors.mean()), self.payload_bytes), errors
+
+        errors, totals = loop.run_with_curve(self, evaluate, progress)
         return FFGBResult(
-            config=config,
+            config=self.config,
             evaluation=self.evaluation,
             model=self.model,
             client_ids=tuple(c.client_id for c in self.evaluation_clients),
             client_errors=errors,
             errors=ErrorSummary.from_errors(errors),
-            curve=tuple(curve),
             secure_aggregation_compatible=self.learner.shared_basis,
-            **model_trainer_totals(self, history, start),
+            **totals,
         )
 
 
@@ -701,7 +658,7 @@ def train_ffgb(
     *,
     seed: int | None = None,
     secure: bool | None = None,
-    progress: ProgressCallback | None = None,
+    progress: loop.ProgressCallback | None = None,
     learner: WeakLearner | None = None,
 ) -> FFGBResult:
     """Train FFGB, FFGB.C or FFGB.L (``config.variant``) on ``dataset``.
@@ -735,5 +692,5 @@ def train_ffgb(
     >>> bool(np.abs(secure.model(X) - plain.model(X)).max() < 1e-4), secure.upload_bytes > 0
     (True, True)
     """
-    config = override(config, seed=seed, secure=secure)
+    config = loop.override(config, seed=seed, secure=secure)
     return FFGBTrainer(dataset, config, learner).run(progress)

@@ -149,6 +149,19 @@ class RunConfig:
         self._set("delta", check_fraction("delta", self.delta, zero=False, one=False))
 
     @property
+    def model_dp(self) -> bool:
+        """Whether the released models carry DP noise (here: ``epsilon`` is set; Δ-FL's may
+        cover its thresholds only, see :attr:`TrainerConfig.model_dp`).
+
+        Examples
+        --------
+        >>> from protocols.training.ffgb import FFGBConfig
+        >>> FFGBConfig().model_dp, FFGBConfig(epsilon=5.0).model_dp
+        (False, True)
+        """
+        return self.epsilon is not None
+
+    @property
     def rho_budget(self) -> float | None:
         """The whole run's zCDP budget: the largest ρ that is (ε, δ)-DP, or ``None`` without DP.
 

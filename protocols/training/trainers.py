@@ -24,25 +24,20 @@ secure averages bit for bit.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import importlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpquantile import ZCDP, BudgetExceededError, PrivacyBudget, ZCDPAccountant
+from dpquantile import ZCDP, PrivacyBudget, ZCDPAccountant
 from protocols.aggregation.geometric_median import geometric_median, one_step_rfa
 from protocols.aggregation.secure_average import (
     AverageSettings,
     DiscreteGaussianNoise,
-    EffectiveWeightError,
-    ZeroWeightSumError,
     secure_weighted_average,
 )
 from protocols.aggregation.superquantile import (
@@ -50,7 +45,14 @@ from protocols.aggregation.superquantile import (
     QuantileTracker,
     superquantile_aggregate,
 )
-from protocols.training._round_loop import run_rounds, run_totals
+from protocols.training._round_loop import (
+    ROUND_FAILURES,
+    ProgressCallback,
+    blas_thread_limit,
+    check_trainer_inputs,
+    run_rounds,
+    run_totals,
+)
 from protocols.training.corruption import (
     CorruptionPlan,
     corrupt_dataset,
@@ -84,43 +86,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ProgressCallback = Callable[[int, int], None]
 
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _SGD, _DROPOUT, _CORRUPT, _AGGREGATE, _CORRUPT_SELECT = range(1, 7)
-# Rounds are skipped on these: nothing was released, the model is kept.
-_ROUND_FAILURES = (
-    TooFewSurvivorsError,
-    ZeroWeightSumError,
-    EffectiveWeightError,
-    BudgetExceededError,
-)
-
-
-@contextlib.contextmanager
-def blas_thread_limit(threads: int | None) -> Iterator[None]:
-    """Limit BLAS to ``threads`` threads inside the block (``threadpoolctl`` if installed).
-
-    Without ``threadpoolctl`` (not a dependency) this does nothing: set ``OPENBLAS_NUM_THREADS``
-    before numpy is imported instead.
-
-    Examples
-    --------
-    >>> with blas_thread_limit(1):
-    ...     float(np.ones(3) @ np.ones(3))
-    3.0
-    """
-    if threads is None:
-        yield
-        return
-    try:
-        threadpoolctl = importlib.import_module("threadpoolctl")  # optional, never required
-    except ImportError:
-        logger.debug("threadpoolctl is not installed: BLAS threads left unchanged")
-        yield
-        return
-    with threadpoolctl.threadpool_limits(limits=threads, user_api="blas"):
-        yield
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,15 +135,7 @@ class FederatedTrainer:
     """
 
     def __init__(self, dataset: FederatedDataset, config: TrainerConfig) -> None:
-        if not isinstance(dataset, FederatedDataset):
-            raise TypeError(f"dataset must be a FederatedDataset; got {type(dataset).__name__}")
-        if not isinstance(config, TrainerConfig):
-            raise TypeError(f"config must be a TrainerConfig; got {type(config).__name__}")
-        if config.clients_per_round > len(dataset.train_clients):
-            raise ValueError(
-                f"clients_per_round {config.clients_per_round} exceeds the "
-                f"{len(dataset.train_clients)} training clients of {dataset.name}"
-            )
+        check_trainer_inputs(dataset, config, TrainerConfig)
         self.config = config
         self.corruption_seed = derived_seed(config.seed, _CORRUPT_SELECT) % (1 << 63)
         self.plan: CorruptionPlan | None = None
@@ -259,7 +219,7 @@ class FederatedTrainer:
                 dropouts=dropouts,
                 budget=self.budget,
             )
-        except _ROUND_FAILURES as error:
+        except ROUND_FAILURES as error:
             logger.info("the clip's count failed (clip kept): %s", error)
         return 1
 
@@ -599,7 +559,7 @@ class FederatedTrainer:
                 dropouts=dropouts,
                 budget=self.budget if noise is not None else None,
             )
-        except _ROUND_FAILURES as error:
+        except ROUND_FAILURES as error:
             logger.info("the threshold's count failed (threshold kept): %s", error)
         return 1
 
@@ -684,7 +644,7 @@ class FederatedTrainer:
         else:
             try:
                 outcome = self._aggregate(index, kept_updates, alpha, kept_losses, dropouts)
-            except _ROUND_FAILURES as error:
+            except ROUND_FAILURES as error:
                 outcome = _Aggregate(None, 0, 0, 0, f"{type(error).__name__}: {error}")
             root = config.seed if config.noise_seed is None else config.noise_seed
             counted = self._step_clip(kept_updates, derived_seed(root, _AGGREGATE, index), dropouts)
