@@ -11,16 +11,18 @@ import contextlib
 import dataclasses
 import importlib
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpquantile import BudgetExceededError
 from protocols.aggregation.secure_average import EffectiveWeightError, ZeroWeightSumError
-from protocols.training.data import FederatedDataset
+from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.seeds import stream
 from protocols.training.trainer_config import RunConfig
 from protocols.training.trainer_results import RoundRecord
@@ -31,13 +33,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ROUND_FAILURES",
+    "Contributions",
     "ProgressCallback",
+    "Release",
+    "RoundAlgorithm",
     "blas_thread_limit",
     "check_trainer_inputs",
     "dropout_indices",
-    "finish_round",
     "model_privacy_round",
     "override",
+    "run_round",
     "run_rounds",
     "run_totals",
     "run_with_curve",
@@ -139,37 +144,153 @@ def dropout_indices(
     return np.flatnonzero(stream(seed, purpose, index).random(count) < rate)
 
 
-def finish_round(
-    index: int,
-    *,
-    sampled: int,
-    rejected: int,
-    dropped: int,
-    survivors: int,
-    reason: str | None,
-    train_loss: float,
-    secure_sums: int,
-    start: float,
+@dataclass(frozen=True, slots=True)
+class Contributions:
+    """A round's finite contributions after local work, in sampling order.
+
+    Attributes
+    ----------
+    index
+        The round.
+    clients, updates, losses
+        The clients whose local work is finite, what each contributes (the algorithm's own
+        type: an update vector, a local model, a function increment) and its training loss.
+    sizes
+        Their numbers of training examples (float64).
+    dropped
+        Positions in ``clients`` that drop out before sending their masked input.
+    """
+
+    index: int
+    clients: tuple[ClientData, ...]
+    updates: tuple[Any, ...]
+    losses: NDArray[np.float64]
+    sizes: NDArray[np.float64]
+    dropped: NDArray[np.intp]
+
+    @property
+    def count(self) -> int:
+        """How many clients contribute."""
+        return len(self.clients)
+
+    @property
+    def dropouts(self) -> dict[str, list[int]] | None:
+        """The secure sums' ``dropouts`` argument (``None``: nobody drops)."""
+        return {"masked_input": [int(j) for j in self.dropped]} if self.dropped.size else None
+
+    @property
+    def train_loss(self) -> float:
+        """The data-weighted mean training loss of the contributors (NaN without any)."""
+        return float(self.sizes @ self.losses / self.sizes.sum()) if self.count else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """What a round's aggregation released, or why it released nothing (``reason``).
+
+    ``survivors`` is recorded only when ``reason`` is ``None``; the secure sums are counted
+    either way (a sum that ran and was then withheld still ran).
+    """
+
+    reason: str | None = None
+    survivors: int = 0
+    secure_averages: int = 0
+    secure_sums: int = 0
+    threshold: float | None = None
+    tail_clients: int | None = None
+    empty_tail: bool | None = None
+    corrupted_weight: float = 0.0
+    rho_spent: float | None = None
+
+
+class RoundAlgorithm(Protocol):
+    """What a trainer gives the one round loop, :func:`run_round`.
+
+    FedAvg, Δ-FL, RFA and RFA-1 (:class:`~protocols.training.FederatedTrainer`), Fed+ and its
+    baselines (:class:`~protocols.training.fedplus.FedPlusTrainer`) and FFGB
+    (:class:`~protocols.training.ffgb.FFGBTrainer`) implement it.
+    """
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's configuration."""
+        ...
+
+    @property
+    def dataset(self) -> FederatedDataset:
+        """The federated dataset."""
+        ...
+
+    def begin_round(self, index: int) -> None:
+        """Fix what the round broadcasts (the model, a basis), before any client works."""
+        ...
+
+    def local_update(self, client: ClientData, index: int) -> tuple[Any, float, bool]:
+        """One sampled client's local work: (its contribution, its training loss, finite)."""
+        ...
+
+    def release(self, contributions: Contributions) -> Release:
+        """Aggregate the finite contributions and update the global state (or say why not)."""
+        ...
+
+
+def run_round(
+    algorithm: RoundAlgorithm, index: int, *, sample: int, dropout: int, what: str
 ) -> RoundRecord:
-    """The round's record (no quantile, no privacy spend); logs a skipped round."""
+    """Round ``index`` of any trainer: sample, local work, reject non-finite, dropouts, release.
+
+    ``sample`` and ``dropout`` are the trainer's stream purposes (fixed forever, so seeds stay
+    reproducible); ``what`` names a contribution in the log (``"client update(s)"``).
+    """
+    start = time.perf_counter()
+    config = algorithm.config
+    algorithm.begin_round(index)
+    sampled = sample_clients(
+        algorithm.dataset.train_clients,
+        config.clients_per_round,
+        seed=config.seed,
+        purpose=sample,
+        index=index,
+    )
+    kept: list[tuple[ClientData, Any, float]] = []
+    for client in sampled:
+        update, loss, finite = algorithm.local_update(client, index)
+        if finite:
+            kept.append((client, update, loss))
+    rejected = len(sampled) - len(kept)
+    if rejected:
+        logger.info("round %d: rejected %d non-finite %s", index, rejected, what)
+    contributions = Contributions(
+        index=index,
+        clients=tuple(client for client, _, _ in kept),
+        updates=tuple(update for _, update, _ in kept),
+        losses=np.array([loss for _, _, loss in kept], dtype=np.float64),
+        sizes=np.array([client.num_train for client, _, _ in kept], dtype=np.float64),
+        dropped=dropout_indices(
+            len(kept), config.dropout, seed=config.seed, purpose=dropout, index=index
+        ),
+    )
+    release = algorithm.release(contributions)
+    reason = release.reason
     if reason is not None:
         logger.info("round %d skipped: %s", index, reason)
     return RoundRecord(
         index=index,
-        sampled=sampled,
+        sampled=len(sampled),
         rejected=rejected,
-        dropped=dropped,
-        survivors=survivors if reason is None else 0,
+        dropped=int(contributions.dropped.size),
+        survivors=release.survivors if reason is None else 0,
         skipped=reason is not None,
         skip_reason=reason,
-        train_loss=train_loss,
-        secure_averages=secure_sums,
-        secure_sums=secure_sums,
-        threshold=None,
-        tail_clients=None,
-        empty_tail=None,
-        rho_spent=None,  # no DP
+        train_loss=contributions.train_loss,
+        secure_averages=release.secure_averages,
+        secure_sums=release.secure_sums,
+        threshold=release.threshold,
+        tail_clients=release.tail_clients,
+        empty_tail=release.empty_tail,
+        rho_spent=release.rho_spent,
         seconds=time.perf_counter() - start,
+        corrupted_weight=release.corrupted_weight,
     )
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -40,14 +39,14 @@ from protocols.aggregation.secure_average import (
 )
 from protocols.training._round_loop import (
     ROUND_FAILURES,
+    Contributions,
     ProgressCallback,
+    Release,
     check_trainer_inputs,
-    dropout_indices,
-    finish_round,
     model_privacy_round,
     override,
+    run_round,
     run_with_curve,
-    sample_clients,
 )
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.models import (
@@ -495,69 +494,58 @@ class FedPlusTrainer:
 
     def run_round(self, index: int) -> RoundRecord:
         """Run round ``index``: sample, local solves, reject, secure Fed+ aggregate, update."""
-        start_time = time.perf_counter()
+        return run_round(self, index, sample=_SAMPLE, dropout=_DROPOUT, what="local model(s)")
+
+    def begin_round(self, index: int) -> None:
+        """Nothing to fix: the round broadcasts the global model w̃ as it stands."""
+
+    def local_update(self, client: ClientData, index: int) -> tuple[Any, float, bool]:
+        """The party's two-step local solve from its own and the global model (Fed+ eq. (10))."""
         config = self.config
-        clients = self.dataset.train_clients
-        sampled = sample_clients(
-            clients, config.clients_per_round, seed=config.seed, purpose=_SAMPLE, index=index
-        )
         centre = self.global_parameters
-        regularizer = _REGULARIZERS[config.algorithm]
-        delta = config.resolved_smoothing
-        fedprox = config.algorithm not in PERSONALISED  # θ ≡ 0 and λ = 1
-        mixing = 1.0 if fedprox else config.mixing
-        m, d = len(sampled), centre.size
-        new_models = np.empty((m, d))
-        losses = np.empty(m)
-        finite = np.zeros(m, dtype=bool)
-        for j, client in enumerate(sampled):
-            own = self.personal.get(client.client_id, centre)
-            offset = (
-                np.zeros(d)
-                if fedprox
-                else fedplus_offsets(own, centre, regularizer=regularizer, smoothing=delta)
-            )
-            begin = (1.0 - mixing) * own + mixing * centre
-            new_models[j], losses[j], finite[j] = fedplus_local_solve(
-                self.model,
-                client,
-                begin,
-                centre + offset,
-                steps=config.local_steps,
-                batch_size=config.batch_size,
-                lr=config.lr,
-                kappa=config.kappa,
-                rng=stream(config.seed, _SGD, index, client.client_id),
-            )
-        rejected = int(m - finite.sum())
-        if rejected:
-            logger.info("round %d: rejected %d non-finite local model(s)", index, rejected)
-        keep = np.flatnonzero(finite)
-        for row in keep:
-            self.personal[sampled[int(row)].client_id] = new_models[row].copy()
-        sizes = np.array([sampled[int(j)].num_train for j in keep], dtype=np.float64)
-        train_loss = float(sizes @ losses[keep] / sizes.sum()) if keep.size else math.nan
+        own = self.personal.get(client.client_id, centre)
+        if config.algorithm in PERSONALISED:
+            regularizer = _REGULARIZERS[config.algorithm]
+            smoothing = config.resolved_smoothing
+            offset = fedplus_offsets(own, centre, regularizer=regularizer, smoothing=smoothing)
+            mixing = config.mixing
+        else:  # FedProx and FedAvg: θ ≡ 0 and λ = 1
+            offset, mixing = np.zeros(centre.size), 1.0
+        return fedplus_local_solve(
+            self.model,
+            client,
+            (1.0 - mixing) * own + mixing * centre,
+            centre + offset,
+            steps=config.local_steps,
+            batch_size=config.batch_size,
+            lr=config.lr,
+            kappa=config.kappa,
+            rng=stream(config.seed, _SGD, index, client.client_id),
+        )
+
+    def release(self, contributions: Contributions) -> Release:
+        """Keep each party's new model, then the secure Fed+ aggregate of w̃ᵢ − w̃."""
+        config, privacy, index = self.config, self.privacy, contributions.index
+        for client, model in zip(contributions.clients, contributions.updates, strict=True):
+            self.personal[client.client_id] = model.copy()
         # Under DP every party counts once: its number of examples is a private, unbounded weight.
         uniform = config.weighting == "uniform" or config.model_dp
-        alpha = np.ones(keep.size) if uniform else sizes
-        dropped = dropout_indices(
-            keep.size, config.dropout, seed=config.seed, purpose=_DROPOUT, index=index
-        )
-        dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
-        survivors = sums = 0
-        method = config._method
-        bits = self._bits()
-        privacy = self.privacy
-        with model_privacy_round(privacy, index, int(keep.size), "finite local model(s)") as why:
+        alpha = np.ones(contributions.count) if uniform else contributions.sizes
+        centre = self.global_parameters
+        regularizer, method, bits = _REGULARIZERS[config.algorithm], config._method, self._bits()
+        root = config.seed if config.noise_seed is None else config.noise_seed
+        aggregate = None
+        with model_privacy_round(
+            privacy, index, contributions.count, "finite local model(s)"
+        ) as why:
             reason = why
             if reason is None:
-                root = config.seed if config.noise_seed is None else config.noise_seed
                 try:
                     aggregate = fedplus_aggregate(
-                        new_models[keep] - centre,
+                        np.array(contributions.updates) - centre,
                         alpha,
                         regularizer=regularizer,
-                        smoothing=delta,
+                        smoothing=config.resolved_smoothing,
                         method=method,
                         max_iterations=config.aggregation_iterations,
                         tol=config.aggregation_tol,
@@ -565,32 +553,24 @@ class FedPlusTrainer:
                         settings=self._settings(),
                         weight_cap=1.0 if privacy is not None else None,
                         seed=derived_seed(root, _AGGREGATE, index),
-                        dropouts=dropouts,
+                        dropouts=contributions.dropouts,
                         budget=None if privacy is None else privacy.budget,
                     )
                 except ROUND_FAILURES as error:
                     reason = f"{type(error).__name__}: {error}"
-                else:
-                    sums = aggregate.num_secure_sums
-                    survivors = len(aggregate.survivors)
-                    self.upload_bytes += aggregate.upload_bytes
-                    width = 2 * d if regularizer == "l1" and method == "weiszfeld" else d + 1
-                    self.payload_bytes += sums * survivors * math.ceil(width * bits / 8)
-                    if np.isfinite(aggregate.aggregate).all():
-                        self.global_parameters = centre + aggregate.aggregate
-                    else:
-                        reason = "the released aggregate is not finite"
-        return finish_round(
-            index,
-            sampled=m,
-            rejected=rejected,
-            dropped=int(dropped.size),
-            survivors=survivors,
-            reason=reason,
-            train_loss=train_loss,
-            secure_sums=sums,
-            start=start_time,
-        )
+        rho = None if privacy is None else privacy.rho_spent
+        if aggregate is None:
+            return Release(reason, rho_spent=rho)
+        sums, survivors = aggregate.num_secure_sums, len(aggregate.survivors)
+        self.upload_bytes += aggregate.upload_bytes
+        d = centre.size
+        width = 2 * d if regularizer == "l1" and method == "weiszfeld" else d + 1
+        self.payload_bytes += sums * survivors * math.ceil(width * bits / 8)
+        if np.isfinite(aggregate.aggregate).all():
+            self.global_parameters = centre + aggregate.aggregate
+        else:
+            reason = "the released aggregate is not finite"
+        return Release(reason, survivors, sums, sums, rho_spent=rho)
 
     def run(self, progress: ProgressCallback | None = None) -> FedPlusResult:
         """Train for ``config.rounds`` rounds and evaluate (personalised and global).

@@ -28,18 +28,17 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+import protocols.training._round_loop as loop
 from protocols.aggregation.secure_average import (
     AverageSettings,
     secure_weighted_average,
 )
-from protocols.training import _round_loop as loop
 from protocols.training.data import ClientData, FederatedDataset
 from protocols.training.privacy import ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
@@ -537,36 +536,28 @@ class FFGBTrainer:
 
     def run_round(self, index: int) -> RoundRecord:
         """Run round ``index``: broadcast, K local steps per client, secure average, advance."""
-        start = time.perf_counter()
-        config = self.config
-        self.learner.begin_round(derived_seed(config.seed, _BASIS, index) % (1 << 63))
-        clients = self.dataset.train_clients
-        sampled = loop.sample_clients(
-            clients, config.clients_per_round, seed=config.seed, purpose=_SAMPLE, index=index
-        )
-        increments, losses, sizes, decays = [], [], [], []
-        rejected = 0
-        for client in sampled:
-            increment, decay, loss, finite = self.client_round(client, index)
-            if not finite:
-                rejected += 1
-                continue
-            increments.append(increment)
-            losses.append(loss)
-            sizes.append(float(client.num_train))
-            decays.append(decay)
-        if rejected:
-            logger.info("round %d: rejected %d non-finite client function(s)", index, rejected)
-        privacy = self.privacy
+        return loop.run_round(self, index, sample=_SAMPLE, dropout=_DROPOUT, what="function(s)")
+
+    def begin_round(self, index: int) -> None:
+        """Fix the round's shared basis (the Fourier learner's features) from the seed."""
+        self.learner.begin_round(derived_seed(self.config.seed, _BASIS, index) % (1 << 63))
+
+    def local_update(self, client: ClientData, index: int) -> tuple[Any, float, bool]:
+        """The client's K functional steps: ((increment, decay c), first loss, finite)."""
+        increment, decay, loss, finite = self.client_round(client, index)
+        return (increment, decay), loss, finite
+
+    def release(self, contributions: loop.Contributions) -> loop.Release:
+        """Average the increments (securely on a shared basis) and advance f."""
+        config, privacy, index = self.config, self.privacy, contributions.index
+        increments = [increment for increment, _ in contributions.updates]
         # Under DP every client counts once: its number of examples is a private weight.
         uniform = config.weighting == "uniform" or privacy is not None
-        alpha = np.ones(len(sizes)) if uniform else np.array(sizes)
-        train_loss = float(np.dot(sizes, losses) / sum(sizes)) if sizes else math.nan
-        dropped = loop.dropout_indices(
-            len(increments), config.dropout, seed=config.seed, purpose=_DROPOUT, index=index
-        )
+        alpha = np.ones(contributions.count) if uniform else contributions.sizes
+        average: Any = None
         survivors = averages = 0
-        with loop.model_privacy_round(privacy, index, len(increments), "finite function(s)") as why:
+        what = "finite function(s)"
+        with loop.model_privacy_round(privacy, index, contributions.count, what) as why:
             reason = why
             if reason is None and self.learner.shared_basis:
                 vectors = np.array([self.learner.to_vector(inc) for inc in increments])
@@ -580,9 +571,7 @@ class FFGBTrainer:
                         else privacy.settings(mean=True),
                         weight_cap=None if privacy is None else 1.0,
                         seed=derived_seed(root, _AGGREGATE, index),
-                        dropouts={"masked_input": [int(j) for j in dropped]}
-                        if dropped.size
-                        else None,
+                        dropouts=contributions.dropouts,
                         secure=config.secure,
                         budget=None if privacy is None else privacy.budget,
                     )
@@ -594,12 +583,12 @@ class FFGBTrainer:
                         self.upload_bytes += sum(result.secure_sum.upload_bytes.values())
                     width = vectors.shape[1] + 1
                     self.payload_bytes += survivors * math.ceil(width * config.bits / 8)
-                    if np.isfinite(result.average).all():
-                        average = self.learner.from_vector(result.average)
-                    else:
+                    average = self.learner.from_vector(result.average)
+                    if not np.isfinite(result.average).all():
                         reason = "the released aggregate is not finite"
-            elif reason is None:
-                keep = [j for j in range(len(increments)) if j not in set(dropped.tolist())]
+            elif reason is None:  # networks in the clear: the plain average of the survivors
+                dropped = set(contributions.dropped.tolist())
+                keep = [j for j in range(contributions.count) if j not in dropped]
                 if len(keep) < 2:
                     reason = f"{len(keep)} client(s) left after dropouts"
                 else:
@@ -609,18 +598,9 @@ class FFGBTrainer:
                     average = self.learner.average([increments[j] for j in keep], alpha[keep])
         if reason is None:
             # The decay c is a public function of the step sizes: equal for every client.
-            self._advance(decays[0], average)
-        return loop.finish_round(
-            index,
-            sampled=len(sampled),
-            rejected=rejected,
-            dropped=int(dropped.size),
-            survivors=survivors,
-            reason=reason,
-            train_loss=train_loss,
-            secure_sums=averages,
-            start=start,
-        )
+            self._advance(contributions.updates[0][1], average)
+        rho = None if privacy is None else privacy.rho_spent
+        return loop.Release(reason, survivors, averages, averages, rho_spent=rho)
 
     def run(self, progress: loop.ProgressCallback | None = None) -> FFGBResult:
         """Train for ``config.rounds`` rounds and evaluate.

@@ -503,6 +503,11 @@ class ModelPrivacy:
             "survivors (nothing released, nothing spent)"
         )
 
+    @property
+    def rho_spent(self) -> float:
+        """The zCDP ρ the run's budget has spent so far."""
+        return float(self.budget.accountant.rho)
+
     def begin_round(self) -> None:
         """Mark the ledger: :meth:`end_round` records what the round spent after this."""
         self._mark = len(self.budget.ledger)

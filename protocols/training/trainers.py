@@ -28,7 +28,7 @@ import dataclasses
 import logging
 import math
 import time
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,9 +47,12 @@ from protocols.aggregation.superquantile import (
 )
 from protocols.training._round_loop import (
     ROUND_FAILURES,
+    Contributions,
     ProgressCallback,
+    Release,
     blas_thread_limit,
     check_trainer_inputs,
+    run_round,
     run_rounds,
     run_totals,
 )
@@ -89,20 +92,6 @@ logger = logging.getLogger(__name__)
 
 # Purposes of the derived random streams (spawn_key[0]); fixed forever so seeds stay reproducible.
 _SAMPLE, _SGD, _DROPOUT, _CORRUPT, _AGGREGATE, _CORRUPT_SELECT = range(1, 7)
-
-
-@dataclass(frozen=True, slots=True)
-class _Aggregate:
-    """One round's aggregation outcome (internal)."""
-
-    update: NDArray[np.float64] | None
-    survivors: int
-    secure_averages: int
-    secure_sums: int
-    skip_reason: str | None = None
-    threshold: float | None = None
-    tail_clients: int | None = None
-    empty_tail: bool | None = None
 
 
 class FederatedTrainer:
@@ -401,7 +390,8 @@ class FederatedTrainer:
         alpha: NDArray[np.float64],
         losses: NDArray[np.float64],
         dropouts: dict[str, list[int]] | None,
-    ) -> _Aggregate:
+    ) -> tuple[NDArray[np.float64] | None, Release]:
+        """The round's aggregate update (``None``: nothing to apply) and what it released."""
         config, budget = self.config, self.budget
         n = updates.shape[0]
         neighbors, threshold = self._graph(n)
@@ -426,7 +416,7 @@ class FederatedTrainer:
                 secure=config.secure,
                 budget=budget,
             )
-            return _Aggregate(result.average, len(result.survivors), 1, 1)
+            return result.average, Release(None, len(result.survivors), 1, 1)
         if config.algorithm == "deltafl":
             # Rounds between threshold releases reuse the last released (public) threshold.
             releases = index % config.threshold_every == 0
@@ -434,7 +424,7 @@ class FederatedTrainer:
             quantile = self._quantile_settings()
             if not releases and quantile is not None:
                 if self.released_threshold is None:  # the release round released nothing
-                    return _Aggregate(None, 0, 0, 0, "no private threshold released yet")
+                    return None, Release("no private threshold released yet")
                 quantile, tracked = None, self.released_threshold
             noisy = settings.noise is not None or (quantile is not None and quantile.private)
             sq = superquantile_aggregate(
@@ -458,12 +448,11 @@ class FederatedTrainer:
             reason = sq.failure
             if reason is None and sq.average is None:
                 reason = "empty tail: the DP quantile is above every loss"
-            return _Aggregate(
-                sq.average,
+            return sq.average, Release(
+                reason,
                 len(sq.survivors),
                 sq.num_secure_averages,
                 sq.num_secure_sums + counts,
-                reason,
                 sq.threshold,
                 sq.num_tail_clients if config.theta < 1 else None,
                 sq.empty_tail if config.theta < 1 else None,
@@ -490,7 +479,7 @@ class FederatedTrainer:
             if median.iterative is not None:
                 survivors = len(median.iterative.transcript[-1].survivors)
             calls = median.num_secure_averages
-            return _Aggregate(median.median, survivors, calls, calls)
+            return median.median, Release(None, survivors, calls, calls)
         result = one_step_rfa(
             updates,
             alpha,
@@ -502,14 +491,14 @@ class FederatedTrainer:
             dropouts=dropouts,
             budget=budget,
         )
-        return _Aggregate(result.average, len(result.survivors), 1, 1)
+        return result.average, Release(None, len(result.survivors), 1, 1)
 
     def _central_gaussian(
         self,
         updates: NDArray[np.float64],
         seed: int,
         dropouts: dict[str, list[int]] | None,
-    ) -> _Aggregate:
+    ) -> tuple[NDArray[np.float64], Release]:
         """The central-DP baseline: exact sum of the clipped updates plus N(0, σ²) per
         coordinate, σ = c/√(2ρ) (ρ = Δ²/2σ² with Δ = c, add/remove; BS16 Prop. 1.6)."""
         plan, budget, clip = self.privacy, self.budget, self.config.clip
@@ -528,7 +517,7 @@ class FederatedTrainer:
         budget.spend(ZCDP(plan.average_rho))  # before the noise is drawn
         sigma = clip / math.sqrt(2.0 * plan.average_rho)
         noise = np.random.default_rng(seed).normal(0.0, sigma, size=updates.shape[1])
-        return _Aggregate((clipped.sum(axis=0) + noise) / len(members), len(members), 1, 0)
+        return (clipped.sum(axis=0) + noise) / len(members), Release(None, len(members), 1, 0)
 
     def _track(
         self,
@@ -575,50 +564,45 @@ class FederatedTrainer:
         >>> record.sampled, record.survivors, record.skipped
         (3, 3, False)
         """
-        start = time.perf_counter()
-        config, model = self.config, self.model
-        train_clients = self.dataset.train_clients
-        chosen = stream(config.seed, _SAMPLE, index).choice(
-            len(train_clients), size=config.clients_per_round, replace=False
-        )
-        clients = [train_clients[int(i)] for i in np.sort(chosen)]
-        broadcast = model.get_parameters()
-        m, d = len(clients), broadcast.size
-        updates = np.empty((m, d))
-        losses = np.empty(m)
-        finite = np.zeros(m, dtype=bool)
-        for j, client in enumerate(clients):
-            with np.errstate(over="ignore", invalid="ignore"):
-                losses[j] = model.loss(client.X_train, client.y_train)
-            params, stats = model.local_sgd(
-                client.X_train,
-                client.y_train,
-                steps=config.local_steps,
-                batch_size=config.batch_size,
-                lr=config.lr,
-                weight_decay=config.weight_decay,
-                rng=stream(config.seed, _SGD, index, client.client_id),
-            )
-            np.subtract(params, broadcast, out=updates[j])
-            finite[j] = stats.finite and math.isfinite(losses[j])
-        finite &= np.isfinite(updates).all(axis=1)
-        rejected = int(m - finite.sum())
-        if rejected:
-            logger.info("round %d: rejected %d non-finite client update(s)", index, rejected)
-        keep = np.flatnonzero(finite)
-        ids = [clients[int(j)].client_id for j in keep]
-        alpha = np.array([clients[int(j)].num_train for j in keep], dtype=np.float64)
-        kept_updates, kept_losses = updates[keep], losses[keep]
-        train_loss = float(alpha @ kept_losses / alpha.sum()) if keep.size else math.nan
+        return run_round(self, index, sample=_SAMPLE, dropout=_DROPOUT, what="client update(s)")
 
-        dropped = np.flatnonzero(
-            stream(config.seed, _DROPOUT, index).random(keep.size) < config.dropout
+    def begin_round(self, index: int) -> None:
+        """Fix the broadcast model (every client's local SGD starts from it)."""
+        self._broadcast = self.model.get_parameters()
+
+    def local_update(self, client: ClientData, index: int) -> tuple[Any, float, bool]:
+        """The client's loss at the broadcast model and its local-SGD update."""
+        config, model = self.config, self.model
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = float(model.loss(client.X_train, client.y_train))
+        params, stats = model.local_sgd(
+            client.X_train,
+            client.y_train,
+            steps=config.local_steps,
+            batch_size=config.batch_size,
+            lr=config.lr,
+            weight_decay=config.weight_decay,
+            rng=stream(config.seed, _SGD, index, client.client_id),
         )
-        dropouts = {"masked_input": [int(j) for j in dropped]} if dropped.size else None
+        update = params - self._broadcast
+        finite = stats.finite and math.isfinite(loss) and bool(np.isfinite(update).all())
+        return update, loss, finite
+
+    def release(self, contributions: Contributions) -> Release:
+        """Corrupt (if planned), aggregate, track the clip, and apply the released update."""
+        config, index = self.config, contributions.index
+        alpha, kept_losses, dropouts = (
+            contributions.sizes,
+            contributions.losses,
+            contributions.dropouts,
+        )
+        ids = [client.client_id for client in contributions.clients]
+        d = self._broadcast.size
+        kept_updates = np.array(contributions.updates).reshape(contributions.count, d)
         corrupted_weight = 0.0
-        if self.plan is not None and keep.size:
+        if self.plan is not None and contributions.count:
             corrupted_weight = float(alpha[self.plan.mask(ids)].sum() / alpha.sum())
-        if self.plan is not None and self.plan.corruption.poisons_updates and keep.size:
+        if self.plan is not None and self.plan.corruption.poisons_updates and contributions.count:
             kept_updates = corrupt_updates(
                 kept_updates,
                 alpha,
@@ -627,25 +611,22 @@ class FederatedTrainer:
                 rng=stream(config.seed, _CORRUPT, index),
             )
 
-        outcome: _Aggregate
+        update: NDArray[np.float64] | None = None
         spent_before = 0 if self.budget is None else len(self.budget.ledger)
         planned = None if self.privacy is None else self.privacy.survivors
-        if keep.size < 2:
-            outcome = _Aggregate(None, 0, 0, 0, f"{keep.size} finite update(s): a sum needs 2")
-        elif planned is not None and keep.size < planned:
-            outcome = _Aggregate(
-                None,
-                0,
-                0,
-                0,
-                f"{keep.size} finite update(s): the noise is planned for {planned} survivors "
-                "(nothing released, nothing spent)",
+        n = contributions.count
+        if n < 2:
+            outcome = Release(f"{n} finite update(s): a sum needs 2")
+        elif planned is not None and n < planned:
+            outcome = Release(
+                f"{n} finite update(s): the noise is planned for {planned} survivors "
+                "(nothing released, nothing spent)"
             )
         else:
             try:
-                outcome = self._aggregate(index, kept_updates, alpha, kept_losses, dropouts)
+                update, outcome = self._aggregate(index, kept_updates, alpha, kept_losses, dropouts)
             except ROUND_FAILURES as error:
-                outcome = _Aggregate(None, 0, 0, 0, f"{type(error).__name__}: {error}")
+                outcome = Release(f"{type(error).__name__}: {error}")
             root = config.seed if config.noise_seed is None else config.noise_seed
             counted = self._step_clip(kept_updates, derived_seed(root, _AGGREGATE, index), dropouts)
             outcome = dataclasses.replace(outcome, secure_sums=outcome.secure_sums + counted)
@@ -654,31 +635,15 @@ class FederatedTrainer:
                 ledger_entry(index, event, count)
                 for event, count in self.budget.ledger[spent_before:]
             )
-        reason = outcome.skip_reason
-        if outcome.update is not None and reason is None:
-            if np.isfinite(outcome.update).all():
-                model.set_parameters(broadcast + outcome.update)
+        reason = outcome.reason
+        if update is not None and reason is None:
+            if np.isfinite(update).all():
+                self.model.set_parameters(self._broadcast + update)
             else:
                 reason = "the released aggregate is not finite"
-        if reason is not None:
-            logger.info("round %d skipped: %s", index, reason)
-        return RoundRecord(
-            index=index,
-            sampled=m,
-            rejected=rejected,
-            dropped=int(dropped.size),
-            survivors=outcome.survivors if reason is None else 0,
-            skipped=reason is not None,
-            skip_reason=reason,
-            train_loss=train_loss,
-            secure_averages=outcome.secure_averages,
-            secure_sums=outcome.secure_sums,
-            threshold=outcome.threshold,
-            tail_clients=outcome.tail_clients,
-            empty_tail=outcome.empty_tail,
-            rho_spent=None if self.budget is None else self.budget.accountant.rho,
-            seconds=time.perf_counter() - start,
-            corrupted_weight=corrupted_weight,
+        rho = None if self.budget is None else self.budget.accountant.rho
+        return dataclasses.replace(
+            outcome, reason=reason, corrupted_weight=corrupted_weight, rho_spent=rho
         )
 
     # -- the run ----------------------------------------------------------------------------------
