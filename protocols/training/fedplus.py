@@ -55,6 +55,7 @@ from protocols.training.models import (
     LinearRegression,
     Model,
     MultinomialLogisticRegression,
+    minibatches,
 )
 from protocols.training.privacy import DEFAULT_DP_CLIP, ModelPrivacy
 from protocols.training.seeds import derived_seed, stream
@@ -370,23 +371,13 @@ def fedplus_local_solve(
     n = client.num_train
     batch = min(batch_size, n)
     params = start.copy()
-    order = np.empty(0, dtype=np.intp)
-    cursor = 0
     first_loss = math.nan
     finite = True
     X, y = client.X_train, client.y_train
     try:
         with np.errstate(over="ignore", invalid="ignore"):
-            for step in range(steps):
-                if batch == n:
-                    xb, yb = X, y
-                else:
-                    if cursor + batch > order.size:
-                        order = rng.permutation(n)
-                        cursor = 0
-                    index = order[cursor : cursor + batch]
-                    cursor += batch
-                    xb, yb = X[index], y[index]
+            for step, index in enumerate(minibatches(n, batch, steps, rng)):
+                xb, yb = (X, y) if index is None else (X[index], y[index])
                 model.set_parameters(params)  # raises on a non-finite vector
                 loss, grad = model.loss_and_gradient(xb, yb)
                 if step == 0:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,11 +34,43 @@ __all__ = [
     "LocalSGDStats",
     "Model",
     "MultinomialLogisticRegression",
+    "minibatches",
 ]
 
 logger = logging.getLogger(__name__)
 
 FloatArray = NDArray[np.float64]
+
+
+def minibatches(
+    n: int, batch: int, steps: int, rng: np.random.Generator
+) -> Iterator[NDArray[np.intp] | None]:
+    """The example indices of each of ``steps`` minibatches of ``batch`` of n examples.
+
+    Passes over a fresh ``rng.permutation(n)`` each (no example twice in a pass; a pass that
+    cannot fill a batch is cut short); ``None`` means the full batch (``batch ≥ n``) and draws
+    nothing from ``rng``. Every trainer's local solver samples its minibatches here.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> [b.tolist() for b in minibatches(5, 2, 3, rng)]   # pass 1 leaves one out
+    [[2, 4], [3, 0], [4, 1]]
+    >>> list(minibatches(3, 8, 2, rng))
+    [None, None]
+    """
+    if batch >= n:
+        for _ in range(steps):
+            yield None
+        return
+    order = np.empty(0, dtype=np.intp)
+    cursor = 0
+    for _ in range(steps):
+        if cursor + batch > order.size:
+            order = rng.permutation(n)
+            cursor = 0
+        yield order[cursor : cursor + batch]
+        cursor += batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,22 +293,15 @@ class Model(ABC):
         batch = min(batch, n)
         params = self._params.copy()
         grad = np.empty_like(params)
-        order = np.empty(0, dtype=np.intp)
-        cursor = 0
         losses = np.empty(num_steps, dtype=np.float64)
         full_batch = batch == n
         # One float64 copy per batch (not one implicit cast per matmul) keeps BLAS on dgemm.
         full_x = features.astype(np.float64, copy=False) if full_batch else features
         with np.errstate(over="ignore", invalid="ignore"):
-            for step in range(num_steps):
-                if full_batch:
+            for step, index in enumerate(minibatches(n, batch, num_steps, rng)):
+                if index is None:
                     xb, yb = full_x, targets
                 else:
-                    if cursor + batch > order.size:
-                        order = rng.permutation(n)
-                        cursor = 0
-                    index = order[cursor : cursor + batch]
-                    cursor += batch
                     xb = features[index].astype(np.float64, copy=False)
                     yb = targets[index]
                 losses[step] = self._loss_and_gradient(params, xb, yb, grad)

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from protocols.training import (
@@ -17,6 +19,7 @@ from protocols.training import (
     Model,
     MultinomialLogisticRegression,
 )
+from protocols.training.models import minibatches
 
 D, C, N = 5, 4, 40
 
@@ -300,3 +303,34 @@ def test_mlp_learns_what_a_linear_model_cannot() -> None:
         model.set_parameters(params)
     assert linear.error_rate(X, y) > 0.35
     assert mlp.error_rate(X, y) < 0.1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    batch=st.integers(1, 50),
+    steps=st.integers(1, 30),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_minibatches_are_passes_over_fresh_permutations(
+    n: int, batch: int, steps: int, seed: int
+) -> None:
+    drawn = list(minibatches(n, batch, steps, np.random.default_rng(seed)))
+    assert len(drawn) == steps
+    if batch >= n:
+        assert drawn == [None] * steps
+        return
+    per_pass = n // batch  # a pass is this many batches: no example twice within one
+    for start in range(0, steps, per_pass):
+        chunk = np.concatenate([b for b in drawn[start : start + per_pass] if b is not None])
+        assert np.unique(chunk).size == chunk.size
+    # The same rng, replayed (what keeps every seed's run reproducible): every batch is the
+    # next slice of the current permutation, a new one drawn exactly when it cannot fill one.
+    rng = np.random.default_rng(seed)
+    order, cursor = np.empty(0, dtype=np.intp), 0
+    for index in drawn:
+        assert index is not None and index.size == batch
+        if cursor + batch > order.size:
+            order, cursor = rng.permutation(n), 0
+        np.testing.assert_array_equal(index, order[cursor : cursor + batch])
+        cursor += batch
