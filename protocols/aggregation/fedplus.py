@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -688,25 +688,25 @@ def fedplus_aggregate(
             f"with method={method!r} has no noisy release (use 'squared_l2', 'l2' with "
             "method='weiszfeld', or 'l1' with method='moreau': the same minimisers)"
         )
-    seed = check_seed(seed)
+    run = _Run(
+        regularizer=regularizer,
+        delta=delta,
+        method=method,
+        max_iterations=max_iterations,
+        tol=tol,
+        settings=settings,
+        weight_cap=weight_cap,
+        secure=secure,
+        seed=check_seed(seed),
+        dropouts=dropouts,
+        budget=budget,
+    )
     matrix = as_matrix(points)
     alpha = _weights(weights, matrix.shape[0])
     if regularizer == "squared_l2" or max_iterations == 0:
-        return _mean_only(
-            matrix,
-            alpha,
-            regularizer=regularizer,
-            delta=delta,
-            method=method,
-            settings=settings,
-            weight_cap=weight_cap,
-            secure=secure,
-            seed=seed,
-            dropouts=dropouts,
-            budget=budget,
-        )
+        return _mean_only(matrix, alpha, run)
+    per_call = None if dropouts is None else dict.fromkeys(range(max_iterations + 1), dropouts)
     if regularizer == "l2" and method == "weiszfeld":
-        per_call = None if dropouts is None else dict.fromkeys(range(max_iterations + 1), dropouts)
         median = geometric_median(
             matrix,
             alpha,
@@ -716,75 +716,83 @@ def fedplus_aggregate(
             secure=secure,
             settings=settings,
             weight_cap=weight_cap,
-            seed=seed,
+            seed=run.seed,
             dropouts=per_call,
             budget=budget,
         )
-        survivors, rejected, upload = _iterative_record(median.iterative, matrix, alpha)
-        return FedPlusAggregate(
-            median.median,
-            regularizer,
-            delta,
-            method,
-            median.iterations,
-            median.num_secure_averages,
-            survivors,
-            rejected,
-            upload,
-            (),
-            secure,
-            seed,
-        )
+        record = _iterative_record(median.iterative, matrix, alpha)
+        return run.result(median.median, median.iterations, median.num_secure_averages, record)
     if regularizer == "l2":
         rule = FedPlusL2Rule(
             alpha, smoothing=delta, max_iterations=max_iterations, tol=tol, weight_cap=weight_cap
         )
-        per_call = None if dropouts is None else dict.fromkeys(range(max_iterations + 1), dropouts)
         iterative = run_iterative_aggregate(
-            rule, matrix, settings=settings, secure=secure, seed=seed, dropouts=per_call
+            rule, matrix, settings=settings, secure=secure, seed=run.seed, dropouts=per_call
         )
         rule.plan(iterative.transcript)  # fold in the last release (the driver stopped before)
-        survivors, rejected, upload = _iterative_record(iterative, matrix, alpha)
+        record = _iterative_record(iterative, matrix, alpha)
+        sums = iterative.num_secure_averages
+        return run.result(rule.centre, rule.iterations, sums, record, rule.step_norms)
+    if method == "moreau":
+        return _pull_iteration(matrix, alpha, run)
+    return _coordinate_iteration(matrix, alpha, run)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One :func:`fedplus_aggregate` call's validated options, shared by its iterations."""
+
+    regularizer: str
+    delta: float
+    method: str
+    max_iterations: int
+    tol: float
+    settings: AverageSettings
+    weight_cap: float | None
+    secure: bool
+    seed: int | None
+    dropouts: Mapping[str, Iterable[int]] | None
+    budget: PrivacyBudget | None
+
+    def call_seeds(self, label: bytes) -> Callable[[int], int | None]:
+        """The seed of the ``index``-th secure sum of an iteration (``None``: unseeded)."""
+        root = None if self.seed is None else KeystreamRandom(self.seed, label=_DOMAIN + label)
+
+        def seed_of(index: int) -> int | None:
+            if root is None:
+                return None
+            return int.from_bytes(root.spawn(b"call/%d" % index).random_bytes(16), "big")
+
+        return seed_of
+
+    def result(
+        self,
+        aggregate: NDArray[np.float64],
+        iterations: int,
+        sums: int,
+        record: tuple[tuple[int, ...], tuple[int, ...], int],
+        steps: tuple[float, ...] = (),
+    ) -> FedPlusAggregate:
+        """The :class:`FedPlusAggregate` of this call; ``record``: (survivors, rejected, upload)."""
+        survivors, rejected, upload = record
         return FedPlusAggregate(
-            rule.centre,
-            regularizer,
-            delta,
-            method,
-            rule.iterations,
-            iterative.num_secure_averages,
+            aggregate,
+            self.regularizer,
+            self.delta,
+            self.method,
+            iterations,
+            sums,
             survivors,
             rejected,
             upload,
-            rule.step_norms,
-            secure,
-            seed,
+            steps,
+            self.secure,
+            self.seed,
         )
-    if method == "moreau":
-        return _pull_iteration(
-            matrix,
-            alpha,
-            delta=delta,
-            max_iterations=max_iterations,
-            tol=tol,
-            settings=settings,
-            weight_cap=weight_cap,
-            secure=secure,
-            seed=seed,
-            dropouts=dropouts,
-            budget=budget if settings.noise is not None else None,
-        )
-    return _coordinate_iteration(
-        matrix,
-        alpha,
-        delta=delta,
-        max_iterations=max_iterations,
-        tol=tol,
-        settings=settings,
-        weight_cap=weight_cap,
-        secure=secure,
-        seed=seed,
-        dropouts=dropouts,
-    )
+
+
+def _uploaded(result: AverageResult) -> int:
+    return 0 if result.secure_sum is None else sum(result.secure_sum.upload_bytes.values())
 
 
 def _iterative_record(
@@ -802,83 +810,45 @@ def _iterative_record(
 
 
 def _mean_only(
-    matrix: NDArray[np.float64],
-    alpha: NDArray[np.float64],
-    *,
-    regularizer: str,
-    delta: float,
-    method: str,
-    settings: AverageSettings,
-    weight_cap: float | None,
-    secure: bool,
-    seed: int | None,
-    dropouts: Mapping[str, Iterable[int]] | None,
-    budget: PrivacyBudget | None,
+    matrix: NDArray[np.float64], alpha: NDArray[np.float64], run: _Run
 ) -> FedPlusAggregate:
     # The squared-ℓ2 iteration started at the mean never moves (fedplus_notes.md §2).
     result = secure_weighted_average(
         matrix,
         alpha,
-        settings=settings,
-        weight_cap=weight_cap,
-        seed=seed,
-        dropouts=dropouts,
-        secure=secure,
-        budget=budget if settings.noise is not None else None,
+        settings=run.settings,
+        weight_cap=run.weight_cap,
+        seed=run.seed,
+        dropouts=run.dropouts,
+        secure=run.secure,
+        budget=run.budget if run.settings.noise is not None else None,
     )
-    upload = 0 if result.secure_sum is None else sum(result.secure_sum.upload_bytes.values())
-    return FedPlusAggregate(
-        result.average,
-        regularizer,
-        delta,
-        method,
-        0,
-        1,
-        result.survivors,
-        result.rejected,
-        upload,
-        (),
-        secure,
-        seed,
-    )
+    return run.result(result.average, 0, 1, (result.survivors, result.rejected, _uploaded(result)))
 
 
 def _coordinate_iteration(
-    matrix: NDArray[np.float64],
-    alpha: NDArray[np.float64],
-    *,
-    delta: float,
-    max_iterations: int,
-    tol: float,
-    settings: AverageSettings,
-    weight_cap: float | None,
-    secure: bool,
-    seed: int | None,
-    dropouts: Mapping[str, Iterable[int]] | None,
+    matrix: NDArray[np.float64], alpha: NDArray[np.float64], run: _Run
 ) -> FedPlusAggregate:
     """FedCoMed+ by majorise–minimise: per-coordinate weights, one secure sum of [β⊙w ; β] per
     iteration."""
-    root = None if seed is None else KeystreamRandom(seed, label=_DOMAIN + b"/iteration")
-    d = matrix.shape[1]
+    seed_of = run.call_seeds(b"/iteration")
+    d, delta = matrix.shape[1], run.delta
     finite_alpha = alpha[np.isfinite(alpha)]
     cap_alpha = (
         float(finite_alpha.max())
-        if weight_cap is None
-        else check_positive("weight_cap", weight_cap)
+        if run.weight_cap is None
+        else check_positive("weight_cap", run.weight_cap)
     )
 
     def call(index: int, beta: NDArray[np.float64], cap: float) -> CoordinateAverageResult:
-        call_seed = None
-        if root is not None:
-            call_seed = int.from_bytes(root.spawn(b"call/%d" % index).random_bytes(16), "big")
         return secure_coordinate_average(
             matrix,
             beta,
-            settings=settings,
+            settings=run.settings,
             weight_cap=cap,
-            seed=call_seed,
-            dropouts=dropouts,
-            secure=secure,
+            seed=seed_of(index),
+            dropouts=run.dropouts,
+            secure=run.secure,
         )
 
     first = call(0, np.repeat(alpha[:, None], d, axis=1), cap_alpha)
@@ -886,7 +856,7 @@ def _coordinate_iteration(
         raise ZeroWeightSumError("the released weight sum of the mean is not positive")
     centre = first.weighted_sum / first.weight_sum
     upload, steps, last = first.upload_bytes, [], first
-    for index in range(1, max_iterations + 1):
+    for index in range(1, run.max_iterations + 1):
         beta = alpha[:, None] / np.maximum(delta, np.abs(matrix - centre))
         beta = np.where(np.isfinite(beta), beta, 0.0)
         last = call(index, beta, cap_alpha / delta)
@@ -894,85 +864,45 @@ def _coordinate_iteration(
         new_centre = last.average(centre)
         steps.append(float(np.linalg.norm(new_centre - centre)))
         centre = new_centre
-        if steps[-1] <= tol:
+        if steps[-1] <= run.tol:
             break
-    return FedPlusAggregate(
-        centre,
-        "l1",
-        delta,
-        "weiszfeld",
-        len(steps),
-        len(steps) + 1,
-        last.survivors,
-        last.rejected,
-        upload,
-        tuple(steps),
-        secure,
-        seed,
-    )
+    record = (last.survivors, last.rejected, upload)
+    return run.result(centre, len(steps), len(steps) + 1, record, tuple(steps))
 
 
 def _pull_iteration(
-    matrix: NDArray[np.float64],
-    alpha: NDArray[np.float64],
-    *,
-    delta: float,
-    max_iterations: int,
-    tol: float,
-    settings: AverageSettings,
-    weight_cap: float | None,
-    secure: bool,
-    seed: int | None,
-    dropouts: Mapping[str, Iterable[int]] | None,
-    budget: PrivacyBudget | None,
+    matrix: NDArray[np.float64], alpha: NDArray[np.float64], run: _Run
 ) -> FedPlusAggregate:
     """FedCoMed+ by the paper's alternation: w̃ ← w̃ + Σαₖ·clip(wₖ − w̃, ±δ)/A, each step one
     secure weighted average of the bounded pulls (with noise: DP, fedplus_notes.md §5)."""
-    root = None if seed is None else KeystreamRandom(seed, label=_DOMAIN + b"/pull")
+    seed_of = run.call_seeds(b"/pull")
+    budget = run.budget if run.settings.noise is not None else None
 
     def call(index: int, vectors: NDArray[np.float64]) -> AverageResult:
-        call_seed = None
-        if root is not None:
-            call_seed = int.from_bytes(root.spawn(b"call/%d" % index).random_bytes(16), "big")
         return secure_weighted_average(
             vectors,
             alpha,
-            settings=settings,
-            weight_cap=weight_cap,
-            seed=call_seed,
-            dropouts=dropouts,
-            secure=secure,
+            settings=run.settings,
+            weight_cap=run.weight_cap,
+            seed=seed_of(index),
+            dropouts=run.dropouts,
+            secure=run.secure,
             budget=budget,
         )
-
-    def uploaded(result: AverageResult) -> int:
-        return 0 if result.secure_sum is None else sum(result.secure_sum.upload_bytes.values())
 
     # A row with a non-finite entry stays non-finite in every call (clip(inf) would be δ).
     broken = ~np.isfinite(matrix).all(axis=1)
     last = call(0, matrix)
-    centre, upload, steps = last.average, uploaded(last), []
-    for index in range(1, max_iterations + 1):
+    centre, upload, steps = last.average, _uploaded(last), []
+    for index in range(1, run.max_iterations + 1):
         # r(wₖ − w̃) = clip(wₖ − w̃, −δ, δ) per coordinate (notes §1).
-        pulls = np.clip(matrix - centre, -delta, delta)
+        pulls = np.clip(matrix - centre, -run.delta, run.delta)
         pulls[broken] = np.nan
         last = call(index, pulls)
-        upload += uploaded(last)
+        upload += _uploaded(last)
         steps.append(float(np.linalg.norm(last.average)))
         centre = centre + last.average
-        if steps[-1] <= tol:
+        if steps[-1] <= run.tol:
             break
-    return FedPlusAggregate(
-        centre,
-        "l1",
-        delta,
-        "moreau",
-        len(steps),
-        len(steps) + 1,
-        last.survivors,
-        last.rejected,
-        upload,
-        tuple(steps),
-        secure,
-        seed,
-    )
+    record = (last.survivors, last.rejected, upload)
+    return run.result(centre, len(steps), len(steps) + 1, record, tuple(steps))
