@@ -1,8 +1,10 @@
-"""The round bookkeeping shared by the trainers (private).
+"""The one round loop of every trainer, and the run around it (private).
 
-Sampling without replacement, dropouts, the :class:`RoundRecord` of a round that releases no
-quantile, the run loop with an evaluation curve (every trainer's), and the run totals every
-result carries.
+:func:`run_round` is a round of any trainer — sampling without replacement, each client's local
+work, rejection of the non-finite, dropouts, then the algorithm's release — over the
+:class:`RoundAlgorithm` protocol (FedAvg, Δ-FL, RFA, RFA-1, Fed+ and its baselines, FFGB).
+Around it: the run loop with an evaluation curve, the model-DP round gate, the skip-on failures,
+the trainers' input checks, and the run totals every result carries.
 """
 
 from __future__ import annotations

@@ -295,7 +295,7 @@ class FedPlusResult(CurveResult):
         secure sum).
     dp_covers
         Under DP ``"model"``: the released global models (a party's personalised model never
-        leaves it; what it releases is in the global model's updates).
+        leaves it; it reaches the release only through the party's noisy update).
 
     The other fields are :class:`~protocols.training.trainer_results.CurveResult`'s.
 

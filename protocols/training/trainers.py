@@ -135,6 +135,7 @@ class FederatedTrainer:
             dataset = corrupt_dataset(dataset, self.plan)
         self.dataset = dataset
         self.model = self._build_model()
+        self._broadcast = self.model.get_parameters()  # the model each round starts from
         self.evaluation = self._resolve_evaluation()
         self.evaluation_clients = self._evaluation_clients()
         self.privacy = self._plan_privacy()
