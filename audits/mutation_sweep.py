@@ -43,6 +43,7 @@ __all__ = [
     "MutantRun",
     "Mutation",
     "clopper_pearson",
+    "draw_sample",
     "generate_mutations",
     "main",
     "run_sweep",
@@ -405,6 +406,24 @@ def _summary(
     }
 
 
+def draw_sample(
+    mutations: Sequence[Mutation], sample: int, *, seed: int, skip: int = 0
+) -> list[Mutation]:
+    """The seeded uniform sample of ``sample`` mutations, without its first ``skip``.
+
+    Examples
+    --------
+    >>> pool = [Mutation("m.py", "op", k, k, "f") for k in range(10)]
+    >>> [m.line for m in draw_sample(pool, 4, seed=0)]
+    [6, 9, 0, 2]
+    >>> [m.line for m in draw_sample(pool, 4, seed=0, skip=2)]   # the rest of that sample
+    [0, 2]
+    """
+    if skip < 0:
+        raise ValueError(f"skip must be >= 0; got {skip}")
+    return random.Random(seed).sample(list(mutations), min(sample, len(mutations)))[skip:]
+
+
 def run_sweep(
     source: Path,
     *,
@@ -415,6 +434,7 @@ def run_sweep(
     progress: bool = True,
     on_run: Callable[[dict[str, Any]], None] | None = None,
     only: Sequence[Mutation] | None = None,
+    skip: int = 0,
 ) -> dict[str, Any]:
     """Generate, sample and run mutants; the summary and every run (JSON-friendly).
 
@@ -422,6 +442,8 @@ def run_sweep(
     is itself a uniform sample: ``on_run`` gets the summary so far after each mutant, and Ctrl-C
     ends the sweep with the mutants already run. ``only``: run exactly these mutations instead
     (a re-run of an earlier sweep's survivors; each must still be generated from ``source``).
+    ``skip``: leave out the first ``skip`` of the seeded sample (run the rest of a sweep that
+    was stopped; what is left is again a uniform sample).
     """
     mutations = generate_mutations(source, modules)
     if only is not None:
@@ -434,7 +456,7 @@ def run_sweep(
             )
         chosen = list(only)
     else:
-        chosen = random.Random(seed).sample(mutations, min(sample, len(mutations)))
+        chosen = draw_sample(mutations, sample, seed=seed, skip=skip)
     runs: list[MutantRun] = []
 
     def summary() -> dict[str, Any]:
@@ -519,6 +541,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--status", default="survived", help="comma-separated statuses to re-run (--rerun)"
     )
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N of the seeded sample"
+    )
     args = parser.parse_args(argv)
     only = None
     if args.rerun is not None:
@@ -544,6 +569,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout=args.timeout,
         on_run=write,
         only=only,
+        skip=args.skip,
     )
     write(summary)
     killed, reached, low, high = summary["kill_rate_reached"]

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from audits.mutation_sweep import (
+    Mutation,
     _statement_line,
     clopper_pearson,
+    draw_sample,
     generate_mutations,
     run_sweep,
 )
@@ -61,3 +63,13 @@ def test_a_rerun_refuses_mutations_the_source_no_longer_generates() -> None:
     gone = Mutation("secagg/ring.py", "core/NumberReplacer", 10_000, 1, "nowhere")
     with pytest.raises(ValueError, match="no longer generated"):
         run_sweep(ROOT, sample=1, modules=("secagg/ring.py",), progress=False, only=[gone])
+
+
+def test_skipping_leaves_the_rest_of_the_same_seeded_sample() -> None:
+    pool = [Mutation("m.py", "op", k, k, "f") for k in range(200)]
+    whole = draw_sample(pool, 50, seed=3)
+    assert draw_sample(pool, 50, seed=3, skip=20) == whole[20:]
+    assert draw_sample(pool, 50, seed=3, skip=50) == []
+    assert len(set(whole)) == 50 and whole != draw_sample(pool, 50, seed=4)
+    with pytest.raises(ValueError, match="skip"):
+        draw_sample(pool, 5, seed=0, skip=-1)
