@@ -513,7 +513,7 @@ def dp_quantile(
 
 def _derived_seed(root: KeystreamRandom) -> int:
     """A reproducible seed for the secure sum, domain-separated from the noise streams."""
-    return int.from_bytes(root.spawn(b"secagg").random_bytes(8), "big")
+    return root.derive_seed(b"secagg", size=8)
 
 
 def _centered_modulo(total: NDArray[np.int64], bits: int) -> NDArray[np.int64]:

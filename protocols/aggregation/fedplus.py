@@ -412,11 +412,7 @@ def secure_coordinate_average(
             m, 2 * d, magnitude, magnitude * math.sqrt(2 * d), bits, None, None, m
         )
         root = KeystreamRandom(seed, label=_DOMAIN)
-        sum_seed = (
-            None
-            if seed is None
-            else int.from_bytes(root.spawn(b"secure-sum").random_bytes(16), "big")
-        )
+        sum_seed = None if seed is None else root.derive_seed(b"secure-sum")
         result = secure_sum(
             _CoordinateRows(rows, participants, plan.quantizer, root, Ring(bits)),
             modulus_bits=bits,
@@ -761,7 +757,7 @@ class _Run:
         def seed_of(index: int) -> int | None:
             if root is None:
                 return None
-            return int.from_bytes(root.spawn(b"call/%d" % index).random_bytes(16), "big")
+            return root.derive_seed(b"call/%d" % index)
 
         return seed_of
 

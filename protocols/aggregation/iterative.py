@@ -539,13 +539,13 @@ def run_iterative_aggregate(
             )
         call_seed = None
         if root is not None:
-            call_seed = int.from_bytes(root.spawn(b"call/%d" % plan.index).random_bytes(16), "big")
+            call_seed = root.derive_seed(b"call/%d" % plan.index)
         width = matrix.shape[1] + 1 + len(plan.extra_bounds)
         if session is None or session.remaining == 0 or session.dimension not in (None, width):
             session_seed = None
             if root is not None:
                 label = b"session/%d" % sessions
-                session_seed = int.from_bytes(root.spawn(label).random_bytes(16), "big")
+                session_seed = root.derive_seed(label)
             session = SecureAverageSession(
                 matrix.shape[0],
                 sums=session_sums,

@@ -566,10 +566,6 @@ def _warn_if_coarse(clients: _Clients, participants: NDArray[np.intp], scale: fl
         )
 
 
-def _derived_seed(root: KeystreamRandom, label: bytes) -> int:
-    return int.from_bytes(root.spawn(label).random_bytes(16), "big")
-
-
 # --------------------------------------------------------------------------------------------------
 # The oracle
 # --------------------------------------------------------------------------------------------------
@@ -830,7 +826,7 @@ def _run(
             threshold=threshold,
             neighbors=settings.neighbors,
             dropouts=local_dropouts,
-            seed=None if seed is None else _derived_seed(root, b"secure-sum"),
+            seed=None if seed is None else root.derive_seed(b"secure-sum"),
             threat_model=settings.threat_model,
             min_inputs=planned_survivors if budget is not None else 1,
         )

@@ -320,7 +320,7 @@ def _derived_seed(seed: int | None, label: bytes) -> int | None:
     if seed is None:
         return None
     root = KeystreamRandom(seed, label=_DOMAIN)
-    return int.from_bytes(root.spawn(label).random_bytes(16), "big")
+    return root.derive_seed(label)
 
 
 def _local_dropouts(
