@@ -900,8 +900,10 @@ def section_deltafl(
     lines += [
         "### With the DP quantile ((ε, δ)-DP for the whole run, δ = 10⁻⁵)",
         "",
-        "Δ-FL θ = 0.5 at its tuned learning rate; each round's (1 − θ)-quantile is a 32-bin "
-        "hierarchical histogram over the losses with distributed discrete Gaussian noise; ε is "
+        "Δ-FL θ = 0.5 at its tuned learning rate; each round's loss threshold comes from "
+        "private quantile tracking (the default `threshold_method=\"auto\"` under DP "
+        "thresholds: one noisy count per round of the clients below the current threshold, "
+        "distributed discrete Gaussian noise, geometric step η = 0.05; Andrew et al. 2021); ε is "
         "what the accountant certifies after composing every release of the run. **ε covers the "
         "loss thresholds only: the model updates carry no noise (no DP for the model).** "
         f"{mode.draws} noise draws per seed, averaged per seed before the interval. The ε ≈ 35.1 "
