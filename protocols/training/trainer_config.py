@@ -251,10 +251,9 @@ class TrainerConfig(RunConfig):
         (tracking when the thresholds are private, the exact quantile otherwise). Measured on
         Synthetic(1, 1), θ = 0.5, 10 clients per round, 100 rounds, ε = 5 on the thresholds
         (``examples/dp_thresholds.py --draws 6 --rates 0.05``: 10 seeds × 6 noise draws, 95 % CI
-        over seeds): p90 − exact p90 = +0.083 ± 0.046 with the histogram, +0.003 ± 0.064 with
-        tracking at η = 0.05; paired difference −0.080 ± 0.061 (fresh draws, 10 × 3: +0.068 ±
-        0.046 and +0.029 ± 0.083). On MNIST-5k (30 clients, ``--dataset mnist-5k``): −0.007 ±
-        0.009 and −0.005 ± 0.014.
+        over seeds; 2026-12-04): p90 − exact p90 = +0.083 ± 0.046 with the histogram,
+        +0.007 ± 0.057 with tracking at η = 0.05; paired difference −0.076 ± 0.068. On MNIST-5k
+        (30 clients, ``--dataset mnist-5k``): −0.007 ± 0.009 and −0.006 ± 0.011.
     threshold_reader
         How the histogram threshold is read from its noisy CDF: ``"first"`` (the first bin
         reaching (1 − θ)·m, the paper's; biased low under noise) or ``"isotonic"`` (the same on
