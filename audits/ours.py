@@ -82,6 +82,10 @@ class _OurAccountant:
         event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
+        event = dpquantile.ZCDP(rho)
+        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
+
     def discrete_laplace_epsilon(self, epsilon0: float, rounds: int, delta: float) -> float:
         event = dpquantile.DiscreteLaplace(scale=1.0 / epsilon0, l1_sensitivity=1.0)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))

@@ -210,6 +210,46 @@ def _discrete_laplace_checks(
     return rows
 
 
+_ZCDP_GRID: dict[Tier, dict[str, tuple[float, ...]]] = {
+    "fast": {"rho": (0.01, 0.1, 0.5, 2.0), "rounds": (1, 10, 100), "delta": (1e-3, 1e-6, 1e-9)},
+    "deep": {
+        "rho": (0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 8.0),
+        "rounds": (1, 3, 10, 100, 1000),
+        "delta": (1e-3, 1e-6, 1e-9, 1e-12),
+    },
+}
+# audit 4, generic zCDP: claimed ≤ this × the exact Gaussian ε (ours: at most 1.19 on the grid;
+# CKS20's conversion of a Rényi curve is not the Gaussian's exact profile).
+_ZCDP_SLACK = 1.3
+
+
+def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[str, Any]]:
+    """The claimed ε(δ) of T composed ρ-zCDP events (when the accountant offers
+    ``zcdp_epsilon``) against the Gaussian mechanism's exact ε at total ρT: a Gaussian of
+    sensitivity Δ and scale σ with Δ²/2σ² = ρ is ρ-zCDP (BS16 Prop. 1.6), so a sound ρ-zCDP
+    conversion can never claim less than its exact profile, μ = √(2ρT) (Balle & Wang 2018
+    Thm. 8; T Gaussians compose to one with μ√T); and at most 1.3 × it (useful)."""
+    claim = getattr(accountant, "zcdp_epsilon", None)
+    if claim is None:
+        return []
+    grid = _ZCDP_GRID[tier]
+    rows: list[dict[str, Any]] = []
+    for rho, rounds, delta in itertools.product(grid["rho"], grid["rounds"], grid["delta"]):
+        exact = gaussian_epsilon(delta, math.sqrt(2.0 * rho * rounds))
+        claimed = float(claim(rho, int(rounds), delta))
+        rows.append({"rho": rho, "rounds": rounds, "delta": delta, "exact": exact,
+                     "claimed": claimed})  # fmt: skip
+        where = f"zCDP ρ={rho} T={rounds} δ={delta:g}"
+        if claimed < exact * (1 - 1e-9) - 1e-9:
+            findings.append(
+                f"{where}: claimed ε {claimed:.4f} < the Gaussian's exact {exact:.4f} "
+                "(privacy understated)"
+            )
+        elif claimed > _ZCDP_SLACK * exact + 1e-9:
+            findings.append(f"{where}: claimed ε {claimed:.4f} > 1.3 × exact {exact:.4f}")
+    return rows
+
+
 def _kls21_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[str, Any]]:
     """The accountant's composed Rényi bound of T distributed discrete Gaussian releases against
     T × KLS21 Thm. 1 recomputed here (composition of Rényi divergences adds, Mironov 2017)."""
@@ -261,7 +301,10 @@ def _kls21_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict
 def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0) -> AuditResult:
     """Audit 4: claimed ε(δ) against the exact privacy profile of composed discrete Gaussians,
     and the composed Rényi bound of distributed discrete Gaussian releases against KLS21 Thm. 1
-    recomputed in the audit (when the accountant offers ``distributed_discrete_gaussian_renyi``).
+    recomputed in the audit (when the accountant offers ``distributed_discrete_gaussian_renyi``);
+    likewise composed discrete Laplace releases against their exact profile and composed
+    ρ-zCDP events against the Gaussian mechanism's (``discrete_laplace_epsilon``,
+    ``zcdp_epsilon``).
 
     For every (σ, Δ, T) of the grid the exact profile δ(ε) of T releases is computed by direct
     pmf sums (:func:`~audits.statistics.composed_discrete_gaussian_delta`; CKS20 Thm. 7 for
@@ -324,6 +367,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
                             )
     kls21_rows = _kls21_checks(accountant, tier, findings)
     laplace_rows = _discrete_laplace_checks(accountant, tier, findings)
+    zcdp_rows = _zcdp_checks(accountant, tier, findings)
     loose = [r for r in rows if not r["slack_enforced"] and r["ratio"] > _SLACK]
     return AuditResult(
         audit=4,
@@ -347,6 +391,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "rows": rows,
             "kls21_rows": kls21_rows,
             "discrete_laplace_rows": laplace_rows,
+            "zcdp_rows": zcdp_rows,
         },
         seconds=time.perf_counter() - start,
         power="any ε understated at its grid points (exact recomputation; deterministic)",

@@ -1,0 +1,45 @@
+"""Audit 4's generic zCDP check: the Gaussian mechanism bounds every sound conversion."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import integrate, stats
+
+from audits.ours import OurTarget
+from audits.privacy_audits import _zcdp_checks
+from audits.statistics import gaussian_delta
+
+
+@pytest.mark.parametrize(("mu", "epsilon"), [(0.5, 0.2), (1.0, 1.0), (2.0, 3.0)])
+def test_the_gaussian_profile_is_the_privacy_loss_integral(mu: float, epsilon: float) -> None:
+    # δ(ε) = E_P[(1 − e^(ε − L))₊] with L ~ N(μ²/2, μ²), the Gaussian's privacy loss.
+    def integrand(loss: float) -> float:
+        return max(0.0, 1.0 - math.exp(epsilon - loss)) * stats.norm.pdf(loss, mu**2 / 2, mu)
+
+    direct, _ = integrate.quad(integrand, epsilon, mu**2 / 2 + 12 * mu)
+    assert gaussian_delta(epsilon, mu) == pytest.approx(direct, rel=1e-7, abs=1e-12)
+
+
+def test_the_check_passes_ours_and_catches_an_understated_or_loose_claim() -> None:
+    findings: list[str] = []
+    rows = _zcdp_checks(OurTarget().accountant(), "fast", findings)
+    assert len(rows) == 36 and not findings
+    assert all(r["exact"] <= r["claimed"] <= 1.3 * r["exact"] for r in rows)
+
+    class Understated:  # Bun–Steinke's conversion with its ln(1/δ) term halved
+        def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
+            total = rho * rounds
+            return total + math.sqrt(2 * total * math.log(1 / delta))
+
+    class Loose:  # basic composition of the one-event conversion: ε grows like T
+        def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
+            return rounds * (rho + 2 * math.sqrt(rho * math.log(rounds / delta)))
+
+    caught: list[str] = []
+    _zcdp_checks(Understated(), "fast", caught)
+    assert any("privacy understated" in f for f in caught)
+    loose: list[str] = []
+    _zcdp_checks(Loose(), "fast", loose)
+    assert loose and all("> 1.3 × exact" in f for f in loose)
