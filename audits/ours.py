@@ -82,6 +82,14 @@ class _OurAccountant:
         event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def discrete_gaussian_epsilon_with_tv(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
+    ) -> float:
+        event = dpquantile.DiscreteGaussian(
+            sigma=sigma, l2_sensitivity=sensitivity, sampler_tv_bound=tv / rounds
+        )
+        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
+
     def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
         event = dpquantile.ZCDP(rho)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))

@@ -1,4 +1,5 @@
-"""Audit 4's generic zCDP check: the Gaussian mechanism bounds every sound conversion."""
+"""Audit 4's generic zCDP check (the Gaussian mechanism bounds every sound conversion) and its
+sampler-TV check (a negligible claimed TV must cost a negligible ε)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from scipy import integrate, stats
 
 from audits.ours import OurTarget
-from audits.privacy_audits import _zcdp_checks
+from audits.privacy_audits import _ACCOUNTANT_GRID, _sampler_tv_checks, _zcdp_checks
 from audits.statistics import gaussian_delta
 
 
@@ -43,3 +44,31 @@ def test_the_check_passes_ours_and_catches_an_understated_or_loose_claim() -> No
     loose: list[str] = []
     _zcdp_checks(Loose(), "fast", loose)
     assert loose and all("> 1.3 × exact" in f for f in loose)
+
+
+def test_the_tv_check_passes_ours_and_catches_a_tv_term_that_costs_epsilon() -> None:
+    target = OurTarget()
+    grid = _ACCOUNTANT_GRID["fast"]
+    findings: list[str] = []
+    rows = _sampler_tv_checks(target, target.accountant(), grid, findings)
+    assert rows and not findings and all(r["tv"] > 0 for r in rows)
+
+    class AddsOne:  # ours plus one unit of ε whenever a TV is given
+        def __init__(self) -> None:
+            self.ours = target.accountant()
+
+        def discrete_gaussian_epsilon_with_tv(
+            self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
+        ) -> float:
+            ideal = self.ours.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta)
+            return float(ideal) + (1.0 if tv > 0 else 0.0)
+
+    caught: list[str] = []
+    _sampler_tv_checks(target, AddsOne(), grid, caught)
+    assert caught and all("> 1.15 × exact" in f for f in caught)
+
+    class ExactOnly(OurTarget):  # no inexact sampler: nothing to check
+        def samplers(self):  # type: ignore[no-untyped-def]
+            return [s for s in super().samplers() if s.exact]
+
+    assert _sampler_tv_checks(ExactOnly(), AddsOne(), grid, []) == []
