@@ -901,7 +901,7 @@ def section_deltafl(
         "### With the DP quantile ((ε, δ)-DP for the whole run, δ = 10⁻⁵)",
         "",
         "Δ-FL θ = 0.5 at its tuned learning rate; each round's loss threshold comes from "
-        "private quantile tracking (the default `threshold_method=\"auto\"` under DP "
+        'private quantile tracking (the default `threshold_method="auto"` under DP '
         "thresholds: one noisy count per round of the clients below the current threshold, "
         "distributed discrete Gaussian noise, geometric step η = 0.05; Andrew et al. 2021); ε is "
         "what the accountant certifies after composing every release of the run. **ε covers the "
