@@ -339,9 +339,10 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     """Audit 4: claimed ε(δ) against the exact privacy profile of composed discrete Gaussians,
     and the composed Rényi bound of distributed discrete Gaussian releases against KLS21 Thm. 1
     recomputed in the audit (when the accountant offers ``distributed_discrete_gaussian_renyi``);
-    likewise composed discrete Laplace releases against their exact profile and composed
-    ρ-zCDP events against the Gaussian mechanism's (``discrete_laplace_epsilon``,
-    ``zcdp_epsilon``).
+    likewise composed discrete Laplace releases against their exact profile, composed ρ-zCDP
+    events against the Gaussian mechanism's, and ε claims carrying the target's own claimed
+    sampler TV against the ideal exact ε (``discrete_laplace_epsilon``, ``zcdp_epsilon``,
+    ``discrete_gaussian_epsilon_with_tv``).
 
     For every (σ, Δ, T) of the grid the exact profile δ(ε) of T releases is computed by direct
     pmf sums (:func:`~audits.statistics.composed_discrete_gaussian_delta`; CKS20 Thm. 7 for

@@ -112,6 +112,13 @@ class SamplerUnderTest(Protocol):
 class AccountantUnderTest(Protocol):
     """The claimed ε of composed discrete Gaussian releases (audit 4).
 
+    Audit 4 also uses these methods when an accountant has them (duck-typed; see
+    :mod:`audits.ours` for ours): ``distributed_discrete_gaussian_renyi(n, σ, *, l1, l2,
+    dimension, rounds, alpha)``, ``discrete_laplace_epsilon(ε₀, rounds, δ)`` and
+    ``discrete_laplace_delta(ε₀, rounds, ε)``, ``zcdp_epsilon(ρ, rounds, δ)``, and
+    ``discrete_gaussian_epsilon_with_tv(σ, Δ, rounds, δ, tv)`` (tv: the total-variation bound of
+    all ``rounds`` releases' noise together).
+
     Examples
     --------
     >>> from audits.ours import OurTarget
