@@ -449,11 +449,14 @@ class FederatedTrainer:
             reason = sq.failure
             if reason is None and sq.average is None:
                 reason = "empty tail: the DP quantile is above every loss"
+            # Completed sums only, as the other algorithms count them: a failed tail average did
+            # not complete (an empty tail's revealing call did, and stays counted).
+            averages = sq.num_secure_averages if sq.failure is None else len(sq.averages)
             return sq.average, Release(
                 reason,
                 len(sq.survivors),
-                sq.num_secure_averages,
-                sq.num_secure_sums + counts,
+                averages,
+                averages + (sq.quantile is not None) + counts,
                 sq.threshold,
                 sq.num_tail_clients if config.theta < 1 else None,
                 sq.empty_tail if config.theta < 1 else None,

@@ -115,6 +115,24 @@ def test_deltafl_with_theta_one_equals_fedavg_exactly(
     assert deltafl.rho_spent is None and deltafl.dp_covers == "nothing (no DP)"
 
 
+def test_an_aborted_average_is_counted_alike_by_fedavg_and_deltafl_at_theta_one(
+    data: FederatedDataset,
+) -> None:
+    # The complete graph's majority threshold under the malicious quorum (5 of 6) aborts most
+    # rounds at 30 % dropout: a round whose average aborted completed no secure sum, whichever
+    # trainer path ran it (Δ-FL counted the aborted call).
+    config = small(dropout=0.3, neighbors=None)
+    fedavg = train(data, config)
+    deltafl = train(data, config.with_changes(algorithm="deltafl", theta=1.0))
+    assert any(r.skipped for r in fedavg.history)  # the case under test happens
+    assert [r.skipped for r in fedavg.history] == [r.skipped for r in deltafl.history]
+    assert [r.secure_sums for r in deltafl.history] == [r.secure_sums for r in fedavg.history]
+    assert [r.secure_averages for r in deltafl.history] == [
+        r.secure_averages for r in fedavg.history
+    ]
+    assert np.array_equal(fedavg.parameters, deltafl.parameters)
+
+
 @pytest.mark.parametrize(
     ("algorithm", "epsilon"),
     [
