@@ -9,9 +9,10 @@ is that attempt. :func:`reconstruct_inputs` tries every route to each mask:
 - a self-mask seed b_u: revealed by u, or rebuilt from any t shares the server holds (shares
   revealed at unmask, and the shares inside ciphertexts it can decrypt: those addressed to
   colluders or to keys it substituted), checked against u's commitment;
-- a pairwise mask key with neighbour v: revealed by u or v, derived from either endpoint's mask
-  private key when the server knows it (a colluder's, a substituted one, or one rebuilt from t
-  key shares), checked against the public keys.
+- a pairwise mask key with neighbour v: revealed by u or v; derived from the pair secret when
+  the server knows either endpoint's mask private key (a colluder's or a substituted one); or
+  opened from either endpoint's escrow of that sum with its recovery key, rebuilt from any t
+  recovery-key shares the server holds (checked against the owner's commitment).
 
 Every client whose masks can all be removed is returned with its input; a test compares against
 the honest clients' true inputs. Nothing here trusts the protocol's own bookkeeping (which
@@ -32,7 +33,14 @@ from secagg import shamir
 from secagg.config import SecAggConfig
 from secagg.errors import RemoteProtocolError
 from secagg.identity import iterate_digest
-from secagg.keys import KEY_BYTES, KeyPair, decrypt_shares, share_encryption_key
+from secagg.keys import (
+    KEY_BYTES,
+    KeyPair,
+    decrypt_shares,
+    pair_sum_key,
+    seal_pair_key,
+    share_encryption_key,
+)
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     EncryptedShares,
@@ -43,7 +51,13 @@ from secagg.messages import (
     Message,
     UnmaskResponse,
 )
-from secagg.transcript import SHARE_BYTES, decode_share, seed_commitment, session_id
+from secagg.transcript import (
+    SHARE_BYTES,
+    decode_share,
+    recovery_commitment,
+    seed_commitment,
+    session_id,
+)
 
 __all__ = [
     "AdversarialRound",
@@ -60,7 +74,7 @@ class ColludingClient:
 
     client_id: int
     encryption_key: bytes  # X25519 private key (share encryption)
-    mask_keys: tuple[bytes, ...]  # X25519 private keys (pairwise masks), one per sum
+    mask_keys: tuple[bytes, ...]  # X25519 private key of the session's pair secrets (or none)
     self_mask_seeds: tuple[bytes, ...] = ()  # every self-mask seed it held
 
 
@@ -132,6 +146,8 @@ class _Sum:
         self.revealed_seeds: dict[int, bytes] = {}
         self.revealed_pairwise: dict[frozenset[int], set[bytes]] = {}
         self.commitments: dict[int, bytes] = {}
+        self.recovery_commitments: dict[int, bytes] = {}
+        self.escrows: dict[int, dict[int, tuple[bytes, bytes]]] = {}
         for message in view.received:
             if message.session_id != sid:
                 continue
@@ -151,6 +167,43 @@ class _Sum:
                     self.revealed_pairwise.setdefault(frozenset((holder, other)), set()).add(key)
             elif isinstance(message, EncryptedShares):
                 self.commitments.setdefault(message.sender, message.commitment_of(iteration))
+                self.recovery_commitments.setdefault(
+                    message.sender, message.recovery_commitment_of(iteration)
+                )
+                self.escrows.setdefault(message.sender, message.escrow_of(iteration))
+
+    def sum_key(
+        self,
+        owner: int,
+        other: int,
+        mask_public: Mapping[int, bytes],
+        known: Mapping[bytes, KeyPair],
+        threshold: int,
+    ) -> bytes | None:
+        """κ^r of (owner, other) from owner's side: its mask private key if the adversary holds
+        it, else owner's escrow opened with its recovery key rebuilt from t shares."""
+        sid, r = self.sid, self.iteration
+        pair = known.get(mask_public.get(owner, b""))
+        if pair is not None and other in mask_public:
+            try:
+                shared = pair.agree(mask_public[other])
+            except RemoteProtocolError:
+                return None
+            return pair_sum_key(shared, session_id=sid, first=owner, second=other, iteration=r)
+        escrow = self.escrows.get(owner, {}).get(other)
+        committed = self.recovery_commitments.get(owner)
+        if escrow is None or committed is None:
+            return None
+
+        def recovery_ok(candidate: bytes) -> bool:
+            return recovery_commitment(sid, owner, candidate, r) == committed
+
+        recovery = _first_verifying(self.key_shares.get(owner, {}), threshold, recovery_ok)
+        if recovery is None:
+            return None
+        return seal_pair_key(
+            escrow[0], recovery, session_id=sid, owner=owner, other=other, iteration=r
+        )
 
     def add_decrypted(self, owner: int, holder: int, plaintext: bytes) -> None:
         """A decrypted share bundle: every sum's seed shares, then every sum's key shares."""
@@ -270,7 +323,7 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
             continue
         material = sum_of(sid, r)
         entries = used.keys()
-        mask_public = {v: keys.mask_key_of(r) for v, keys in entries.items()}
+        mask_public = {v: keys.mask_key for v, keys in entries.items()}
         commitment = material.commitments.get(u)
 
         def seed_ok(
@@ -290,25 +343,6 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
         if seed is None:
             continue
 
-        def mask_pair(
-            owner: int,
-            mask_public: dict[int, bytes] = mask_public,
-            material: _Sum = material,
-        ) -> KeyPair | None:
-            public = mask_public.get(owner)
-            if public is None:
-                return None
-            pair = known.get(public)
-            if pair is not None:
-                return pair
-
-            def key_ok(secret: bytes, public: bytes = public) -> bool:
-                return KeyPair.from_private_bytes(secret).public == public
-
-            secret = _first_verifying(material.key_shares.get(owner, {}), t, key_ok)
-            return None if secret is None else KeyPair.from_private_bytes(secret)
-
-        own_pair = mask_pair(u)
         shown = iterate_of.get((sid, r, u), b"")
         bound = iterate_digest(shown) if shown else b""
         plus: list[bytes] = []
@@ -317,22 +351,19 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
         for v in members:
             candidates = set(material.revealed_pairwise.get(frozenset((u, v)), set()))
             computed = None
-            for pair, other in ((own_pair, v), (mask_pair(v), u)):
-                if pair is not None and other in mask_public:
-                    try:
-                        shared = pair.agree(mask_public[other])
-                    except RemoteProtocolError:
-                        continue
-                    computed = pairwise_mask_key(
-                        shared,
-                        session_id=sid,
-                        first=u,
-                        second=v,
-                        vector_name=name,
-                        iteration=r,
-                        iterate=bound,
-                    )
-                    break
+            kappa = material.sum_key(u, v, mask_public, known, t) or material.sum_key(
+                v, u, mask_public, known, t
+            )
+            if kappa is not None:
+                computed = pairwise_mask_key(
+                    kappa,
+                    session_id=sid,
+                    first=u,
+                    second=v,
+                    vector_name=name,
+                    iteration=r,
+                    iterate=bound,
+                )
             if computed is not None:
                 key = computed
             elif len(candidates) == 1:
@@ -486,15 +517,12 @@ class AdversarialRound:
         if u not in self.colluding:
             return
         client = self.clients[u]
-        enc, masks = client._encryption_keys, client._mask_keys
-        if enc is None or not masks:
-            return
-        secrets: tuple[bytes, tuple[bytes, ...], set[bytes]] = (
-            enc.private,
-            tuple(pair.private for pair in masks),
-            set(),
-        )
-        _, _, seeds = self._colluder_secrets.setdefault(u, secrets)
+        if u not in self._colluder_secrets:
+            enc, mask = client._encryption_keys, client._mask_key
+            if enc is None or mask is None:
+                return
+            self._colluder_secrets[u] = (enc.private, (mask.private,), set())
+        _, _, seeds = self._colluder_secrets[u]
         seeds.update(seed for seed in client._self_mask_seeds if any(seed))
         self.view.colluding = [
             ColludingClient(v, e, m, tuple(sorted(s)))

@@ -11,11 +11,14 @@ complaint (reported with the masked input), not an abort — the client still ma
 neighbour and simply holds none of its shares, so one bad client cannot make its neighbours
 abort the round.
 
-Sessions: with ``config.iterations = R > 1`` one key setup serves R secure sums. Each sum has
-its own self-mask seed and its own mask key pair (all shared once at setup), so recovering a
-client that drops in sum r reveals nothing of any other sum; sum r ≥ 2 starts with an
-:class:`~secagg.messages.IterationRequest` carrying the server's broadcast (the iterate), which
-the malicious mode binds into that sum's consistency signatures.
+Sessions: with ``config.iterations = R > 1`` one key setup serves R secure sums. One mask key
+agreement per neighbour gives a pair secret; each sum's pairwise key is its own PRF output
+κ_uv^r, each sum has its own self-mask seed b^r and its own recovery key e^r (both shared once at
+setup), and κ_uv^r is escrowed under e^r with the server — so recovering a client that drops in
+sum r reveals nothing of any other sum, and a further sum costs no key agreement. Sum r ≥ 2
+starts with an :class:`~secagg.messages.IterationRequest` carrying the server's broadcast (the
+iterate), bound into that sum's pairwise keys and, in the malicious mode, its consistency
+signatures.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from secagg.keys import (
     KeyPair,
     decrypt_shares,
     encrypt_shares,
+    pair_sum_key,
+    seal_pair_key,
     share_encryption_key,
 )
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
@@ -75,6 +80,8 @@ from secagg.transcript import (
     SERVER_ID,
     SHARE_BYTES,
     encode_share,
+    pair_key_commitment,
+    recovery_commitment,
     seed_commitment,
     session_id,
     share_plaintext_bytes,
@@ -84,7 +91,7 @@ __all__ = ["Client", "ClientState"]
 
 # Snapshot format (little-endian): version:u8 ‖ state:u8 ‖ client_id:u32 ‖ field*, each field a u32
 # length and its bytes, in the order of _SNAPSHOT_FIELDS.
-_SNAPSHOT_VERSION = 3
+_SNAPSHOT_VERSION = 4
 _SNAPSHOT_HEADER = struct.Struct("<BBI")
 _U32 = struct.Struct("<I")
 _SESSION_BYTES = 32  # a SHA-256 session id; also the length of a share-encryption key
@@ -92,7 +99,8 @@ _SNAPSHOT_FIELDS = (
     "config",
     "abort_reason",
     "encryption_key",
-    "mask_keys",
+    "mask_key",
+    "pair_secrets",
     "round_secret",
     "self_mask_seeds",
     "session_id",
@@ -242,7 +250,8 @@ class Client:
             self.set_input(input_vector)
         # Secrets and per-session state, filled in as the phases go.
         self._encryption_keys: KeyPair | None = None
-        self._mask_keys: list[KeyPair] = []  # one per sum of the session
+        self._mask_key: KeyPair | None = None  # until the pair secrets are agreed
+        self._pair_secrets: dict[int, bytes] = {}  # X25519 with each neighbour, for the session
         self._round_secret = b""
         self._self_mask_seeds: list[bytes] = []  # one per sum of the session
         self._session_id = b""
@@ -319,7 +328,7 @@ class Client:
 
     def start(self) -> list[Message]:
         """Begin the round: draw the round's secrets and advertise the public keys (the
-        share-encryption key and one mask key per sum of the session).
+        share-encryption key and the session's mask key).
 
         In the malicious mode the advertisement is signed with the identity key, bound to the
         round (config digest), the id and every key.
@@ -336,10 +345,10 @@ class Client:
         # handles the same directory again re-sends identical bytes.
         self._round_secret = self._random.random_bytes(KEY_BYTES)
         self._encryption_keys = KeyPair.generate(self._random)
-        self._mask_keys = [KeyPair.generate(self._random) for _ in range(self.config.iterations)]
+        self._mask_key = KeyPair.generate(self._random)
         self._state = ClientState.AWAITING_KEY_DIRECTORY
         encryption = self._encryption_keys.public
-        masks = b"".join(pair.public for pair in self._mask_keys)
+        masks = self._mask_key.public
         signature = b""
         if self._identity is not None:
             signature = self._identity.sign(
@@ -428,7 +437,8 @@ class Client:
             "encryption_key": b""
             if self._encryption_keys is None
             else self._encryption_keys.private,
-            "mask_keys": b"".join(pair.private for pair in self._mask_keys),
+            "mask_key": b"" if self._mask_key is None else self._mask_key.private,
+            "pair_secrets": _encode_map(self._pair_secrets),
             "round_secret": self._round_secret,
             "self_mask_seeds": b"".join(self._self_mask_seeds),
             "session_id": self._session_id,
@@ -559,18 +569,20 @@ class Client:
             client._abort_reason = f["abort_reason"].decode() or None
             enc = f["encryption_key"]
             client._encryption_keys = KeyPair.from_private_bytes(enc) if enc else None
-            client._mask_keys = [
-                KeyPair.from_private_bytes(k) for k in _chunks(f["mask_keys"], KEY_BYTES)
-            ]
+            mask = f["mask_key"]
+            if len(mask) not in (0, KEY_BYTES):
+                raise ValueError("corrupt client snapshot: bad field length")
+            client._mask_key = KeyPair.from_private_bytes(mask) if mask else None
+            client._pair_secrets = _decode_map(f["pair_secrets"], KEY_BYTES)
             seeds = _chunks(f["self_mask_seeds"], KEY_BYTES)
-            if len(client._mask_keys) not in (0, r) or len(seeds) not in (0, r):
+            if len(seeds) not in (0, r):
                 raise ValueError("corrupt client snapshot: bad field length")
             client._round_secret = f["round_secret"]
             client._self_mask_seeds = seeds
             client._session_id = f["session_id"]
             client._directory_ids = _decode_ids(f["directory_ids"])
             client._neighbors = _decode_ids(f["neighbors"])
-            keys_of = _decode_map(f["neighbor_keys"], (1 + r) * KEY_BYTES)
+            keys_of = _decode_map(f["neighbor_keys"], 2 * KEY_BYTES)
             client._neighbor_keys = {
                 v: ClientKeys(keys[:KEY_BYTES], keys[KEY_BYTES:]) for v, keys in keys_of.items()
             }
@@ -605,7 +617,8 @@ class Client:
 
     def _forget_secrets(self) -> None:
         self._encryption_keys = None
-        self._mask_keys = []
+        self._mask_key = None
+        self._pair_secrets.clear()
         self._round_secret = b""
         self._self_mask_seeds = []
         self._input = None
@@ -648,11 +661,8 @@ class Client:
                 f"the key directory lists ids outside the trust store: {unknown[:5]}",
                 peer_id=SERVER_ID,
             )
-        public = [
-            keys.mask_key[i : i + KEY_BYTES]
-            for keys in message.keys().values()
-            for i in range(0, len(keys.mask_key), KEY_BYTES)
-        ] + [keys.encryption_key for keys in message.keys().values()]
+        entries = message.keys().values()
+        public = [keys.mask_key for keys in entries] + [keys.encryption_key for keys in entries]
         if len(set(public)) != len(public):
             raise RemoteProtocolError(
                 "the key directory lists one public key twice", peer_id=SERVER_ID
@@ -661,18 +671,12 @@ class Client:
     def _on_key_directory(self, message: Message) -> list[Message]:
         assert isinstance(message, KeyDirectory)
         self._check_envelope(message, self.config.digest)
-        assert self._encryption_keys is not None and self._mask_keys
-        if message.iterations != self.config.iterations:
-            raise RemoteProtocolError(
-                f"a key directory for {message.iterations} sums; this session has "
-                f"{self.config.iterations}",
-                peer_id=SERVER_ID,
-            )
+        assert self._encryption_keys is not None and self._mask_key is not None
         try:
             mine = message.lookup([self.client_id])[self.client_id]
         except KeyError:
             mine = None
-        own = (self._encryption_keys.public, b"".join(p.public for p in self._mask_keys))
+        own = (self._encryption_keys.public, self._mask_key.public)
         if mine is None or mine[:2] != own:
             raise RemoteProtocolError(
                 "the key directory does not list this client's keys", peer_id=SERVER_ID
@@ -717,13 +721,34 @@ class Client:
         self._neighbors = neighbors
         self._neighbor_keys = {v: ClientKeys(*directory[v][:2]) for v in neighbors}
         derived = KeystreamRandom(self._round_secret, label=_ROUND_LABEL + self._session_id)
-        self._self_mask_seeds = [derived.random_bytes(KEY_BYTES) for _ in self._mask_keys]
-        # Per sum r: a share of its seed and of its mask key (seeds first, then keys).
+        sums = range(1, self.config.iterations + 1)
+        self._self_mask_seeds = [derived.random_bytes(KEY_BYTES) for _ in sums]
+        recovery_keys = [derived.random_bytes(KEY_BYTES) for _ in sums]
+        # Per sum r: a share of its seed and of its recovery key (seeds first, then keys).
         secrets = np.concatenate(
             [shamir.split_secret(seed) for seed in self._self_mask_seeds]
-            + [shamir.split_secret(pair.private) for pair in self._mask_keys]
+            + [shamir.split_secret(key) for key in recovery_keys]
         )
         shares = shamir.share(secrets, neighbors, threshold, derived)
+        sid, me = self._session_id, self.client_id
+        # One mask key agreement per neighbour for the whole session; sum r's pair key is
+        # κ^r = PRF(pair secret, r), escrowed under that sum's recovery key (keys.seal_pair_key).
+        self._pair_secrets = {
+            v: self._mask_key.agree(directory[v].mask_key, peer_id=v) for v in neighbors
+        }
+        self._mask_key = None
+        escrows = []
+        for v in neighbors:
+            sealed = []
+            for r, recovery in zip(sums, recovery_keys, strict=True):
+                kappa = pair_sum_key(
+                    self._pair_secrets[v], session_id=sid, first=me, second=v, iteration=r
+                )
+                sealed.append(
+                    seal_pair_key(kappa, recovery, session_id=sid, owner=me, other=v, iteration=r)
+                    + pair_key_commitment(sid, me, v, kappa, r)
+                )
+            escrows.append((v, b"".join(sealed)))
         ciphertexts = []
         for i, v in enumerate(neighbors):
             shared = self._encryption_keys.agree(directory[v].encryption_key, peer_id=v)
@@ -743,12 +768,13 @@ class Client:
             ciphertexts.append((v, ciphertext))
         self._state = ClientState.AWAITING_SHARES
         commitments = b"".join(
-            seed_commitment(self._session_id, self.client_id, seed, r)
-            for r, seed in enumerate(self._self_mask_seeds, 1)
+            seed_commitment(sid, me, seed, r)
+            for r, seed in zip(sums, self._self_mask_seeds, strict=True)
         )
-        return [
-            EncryptedShares(self._session_id, self.client_id, commitments, tuple(ciphertexts))
-        ]
+        recovery = b"".join(
+            recovery_commitment(sid, me, key, r) for r, key in zip(sums, recovery_keys, strict=True)
+        )
+        return [EncryptedShares(sid, me, commitments, tuple(ciphertexts), recovery, tuple(escrows))]
 
     def _on_forwarded_shares(self, message: Message) -> list[Message]:
         assert isinstance(message, ForwardedShares)
@@ -808,9 +834,7 @@ class Client:
             )
         members = message.members
         if list(members) != sorted(set(members)):
-            raise RemoteProtocolError(
-                "the members are not strictly increasing", peer_id=SERVER_ID
-            )
+            raise RemoteProtocolError("the members are not strictly increasing", peer_id=SERVER_ID)
         # Only neighbours this client masked with in the previous sum and that survived it may
         # take part: a client declared dropped never comes back, a non-neighbour never joins.
         allowed = set(self._members).intersection(self._survivor_view)
@@ -837,7 +861,6 @@ class Client:
         """This sum's masked input over ``members`` (y_u = x_u + PRG(b_u) ± Σ PRG(s_uv))."""
         assert self._input is not None
         r = self._iteration
-        pair = self._mask_keys[r - 1]
         ring = self.config.ring
         masked = self._input  # the client's own copy (set_input reduced it): masked in place
         self._input = None
@@ -855,9 +878,15 @@ class Client:
         self._pairwise_keys = {}
         bound = iterate_digest(iterate) if iterate else b""
         for v in members:
-            shared = pair.agree(self._neighbor_keys[v].mask_key_of(r), peer_id=v)
+            kappa = pair_sum_key(
+                self._pair_secrets[v],
+                session_id=self._session_id,
+                first=self.client_id,
+                second=v,
+                iteration=r,
+            )
             key = pairwise_mask_key(
-                shared,
+                kappa,
                 session_id=self._session_id,
                 first=self.client_id,
                 second=v,
@@ -935,9 +964,7 @@ class Client:
             )
         )
         self._state = ClientState.AWAITING_UNMASK_REQUEST
-        return [
-            ConsistencySignature(self._session_id, self.client_id, signature, self._iteration)
-        ]
+        return [ConsistencySignature(self._session_id, self.client_id, signature, self._iteration)]
 
     def _check_unmask_lists(self, message: UnmaskRequest) -> None:
         survivors, dropped = message.survivors, message.dropped
@@ -987,8 +1014,10 @@ class Client:
         for signer, signature in message.signatures:
             if len(valid) >= quorum:
                 break
-            if signer in members and signer not in valid and store.verify(
-                signer, signed, signature
+            if (
+                signer in members
+                and signer not in valid
+                and store.verify(signer, signed, signature)
             ):
                 valid.add(signer)
         if len(valid) < quorum:

@@ -250,7 +250,7 @@ def log2_recovery_failure(
     """log2 of an upper bound on P[the server cannot reconstruct some secret it needs].
 
     The server needs ``threshold`` shares from surviving neighbours of every survivor (its
-    self-mask seed) and of every dropped client with a surviving neighbour (its mask key). A
+    self-mask seed) and of every dropped client with a surviving neighbour (its recovery key). A
     client's dropped neighbours are at most Hypergeometric(n − 1, d, k) (one fewer for a dropped
     client), so with a union bound over the n clients
 

@@ -1,8 +1,13 @@
-"""Key agreement (X25519 + HKDF-SHA256) and authenticated share encryption (AES-256-GCM).
+"""Key agreement (X25519 + HKDF-SHA256), the per-sum pair keys and their escrow, and
+authenticated share encryption (AES-256-GCM).
 
 Each client owns two X25519 key pairs (Bonawitz et al. 2017, §4): ``c`` encrypts the Shamir shares
-it sends through the server, ``s`` agrees the pairwise mask seeds. Share encryption keys are one per
-direction:
+it sends through the server, ``s`` agrees one pair secret with each neighbour for the whole
+session. Sum r's key with a neighbour is a PRF output of that secret, κ_uv^r (:func:`pair_sum_key`);
+unlike Bonawitz et al., ``s_sk`` is never Shamir-shared. A drop in sum r is recovered from an
+escrow of κ_uv^r under the client's recovery key e^r of that sum (:func:`seal_pair_key`), e^r being
+what is Shamir-shared — so a recovery opens one sum of one client and nothing else
+(``secagg/malicious_security.md`` §5). Share encryption keys are one per direction:
 
     K_{u→v} = HKDF-SHA256(ikm = X25519(c_sk_u, c_pk_v), salt = session_id,
                           info = "secagg-dp/v2/share-encryption" ‖ u ‖ v)
@@ -36,12 +41,16 @@ __all__ = [
     "encrypt_shares",
     "generate_private_key",
     "is_low_order",
+    "pair_sum_key",
     "public_key",
+    "seal_pair_key",
     "share_encryption_key",
 ]
 
 KEY_BYTES = 32
 _SHARE_INFO = b"secagg-dp/v2/share-encryption"
+_PAIR_SUM_INFO = b"secagg-dp/v3/pair-sum-key"
+_ESCROW_INFO = b"secagg-dp/v3/pair-key-escrow"
 _SHARE_AAD = b"secagg-dp/v2/shares"
 _NONCE = bytes(12)
 SHARE_PHASE = 1  # the phase number bound into the associated data
@@ -233,3 +242,62 @@ def decrypt_shares(
         return AESGCM(key).decrypt(nonce, ciphertext, aad)
     except (InvalidTag, ValueError):
         raise RemoteProtocolError("share decryption failed", peer_id=sender) from None
+
+
+def pair_sum_key(
+    pair_secret: bytes, *, session_id: bytes, first: int, second: int, iteration: int
+) -> bytes:
+    """κ_uv^r: the 32-byte key of sum ``iteration`` between two clients, from their pair secret.
+
+    κ_uv^r = HKDF-SHA256(ikm = X25519(s_sk_u, s_pk_v), salt = session_id,
+    info = "secagg-dp/v3/pair-sum-key" ‖ min(u, v) ‖ max(u, v) ‖ r). Symmetric in the two ids;
+    the keys of different sums are independent PRF outputs, so revealing κ^r (to recover a drop
+    in sum r) says nothing of any other sum's (``secagg/malicious_security.md`` §5).
+
+    Examples
+    --------
+    >>> k = pair_sum_key(bytes(32), session_id=bytes(32), first=2, second=5, iteration=1)
+    >>> k == pair_sum_key(bytes(32), session_id=bytes(32), first=5, second=2, iteration=1)
+    True
+    >>> k == pair_sum_key(bytes(32), session_id=bytes(32), first=2, second=5, iteration=2)
+    False
+    """
+    if first == second:
+        raise ValueError(f"a pair key needs two distinct ids; got {first} twice")
+    low, high = sorted((first, second))
+    info = _PAIR_SUM_INFO + struct.pack(">IIH", low, high, iteration)
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=session_id, info=info).derive(
+        pair_secret
+    )
+
+
+def seal_pair_key(
+    pair_key: bytes,
+    recovery_key: bytes,
+    *,
+    session_id: bytes,
+    owner: int,
+    other: int,
+    iteration: int,
+) -> bytes:
+    """Escrow of ``owner``'s sum key κ with ``other`` under ``owner``'s recovery key e^r of
+    that sum: κ ⊕ HKDF-SHA256(e^r, salt = session_id, info = "secagg-dp/v3/pair-key-escrow" ‖
+    owner ‖ other ‖ r). The same call opens it (XOR with a one-time pad: each (owner, other, r)
+    pad is used once). The server keeps the escrows; e^r is Shamir-shared and rebuilt only when
+    ``owner`` drops in sum r, which opens that sum's keys and no other.
+
+    Examples
+    --------
+    >>> sealed = seal_pair_key(bytes(32), b"e" * 32, session_id=bytes(32), owner=1, other=2,
+    ...                        iteration=1)
+    >>> seal_pair_key(sealed, b"e" * 32, session_id=bytes(32), owner=1, other=2,
+    ...               iteration=1) == bytes(32)
+    True
+    """
+    if len(pair_key) != KEY_BYTES:
+        raise ValueError(f"a pair key has {KEY_BYTES} bytes; got {len(pair_key)}")
+    info = _ESCROW_INFO + struct.pack(">IIH", owner, other, iteration)
+    pad = HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=session_id, info=info).derive(
+        recovery_key
+    )
+    return (int.from_bytes(pair_key, "big") ^ int.from_bytes(pad, "big")).to_bytes(KEY_BYTES, "big")

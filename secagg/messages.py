@@ -6,8 +6,10 @@ party, so adversarial messages can still be built and tested.
 
 Wire format (little-endian): ``version:u8 ‖ type:u8 ‖ session_id:32 ‖ peer:u32 ‖ body``, where
 peer is the sender of a client-to-server message and the recipient of a server-to-client one.
-Version 2 adds the malicious-mode fields (signatures, the consistency check) and the
-robustness fields (complaints, revealed seeds and pairwise keys).
+Version 2 added the malicious-mode fields (signatures, the consistency check) and the
+robustness fields (complaints, revealed seeds and pairwise keys); version 3 has one mask key per
+client and session, per-sum pair-key escrows and recovery-key commitments in the shares message
+(``secagg/malicious_security.md`` §5).
 Masked vectors are bit-packed to ⌈log₂ M⌉ bits per entry. :func:`decode_message` raises only
 :class:`~secagg.errors.RemoteProtocolError` on any input, never ``IndexError``, ``struct.error``
 or ``KeyError``.
@@ -44,7 +46,7 @@ __all__ = [
     "decode_message",
 ]
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 SESSION_ID_BYTES = 32
 PUBLIC_KEY_BYTES = 32
 SIGNATURE_BYTES = 64
@@ -60,12 +62,12 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 
-def _record(signed: bool, iterations: int) -> struct.Struct:
-    """A directory record: id ‖ c_pk ‖ R mask keys (‖ signature)."""
-    return struct.Struct(f"<I32s{32 * iterations}s" + ("64s" if signed else ""))
+def _record(signed: bool) -> struct.Struct:
+    """A directory record: id ‖ c_pk ‖ s_pk (‖ signature)."""
+    return struct.Struct("<I32s32s" + ("64s" if signed else ""))
 
 
-_ENTRY = _record(False, 1)
+_ENTRY = _record(False)
 
 
 class MessageType(IntEnum):
@@ -114,15 +116,14 @@ def _check_iteration(value: object) -> None:
         raise ValueError(f"iteration must lie in [1, {MAX_ITERATIONS}]; got {value}")
 
 
-def _check_keys(name: str, value: object) -> int:
-    """A concatenation of 1..MAX_ITERATIONS public keys; returns how many."""
+def _check_commitments(name: str, value: object) -> int:
+    """A concatenation of 1..MAX_ITERATIONS 32-byte commitments; returns how many."""
     _check_bytes(name, value)
     assert isinstance(value, bytes)
-    count, rest = divmod(len(value), PUBLIC_KEY_BYTES)
+    count, rest = divmod(len(value), 32)
     if rest or not 1 <= count <= MAX_ITERATIONS:
         raise ValueError(
-            f"{name} must be 1 to {MAX_ITERATIONS} keys of {PUBLIC_KEY_BYTES} bytes; "
-            f"got {len(value)} bytes"
+            f"{name} must be 1 to {MAX_ITERATIONS} commitments of 32 bytes; got {len(value)} bytes"
         )
     return count
 
@@ -166,26 +167,22 @@ def _encode_ids(values: tuple[int, ...]) -> bytes:
 
 
 class ClientKeys(NamedTuple):
-    """The public keys one client advertised — its share-encryption key and one mask key per
-    iteration of the session, concatenated — and, in the malicious mode, its signature."""
+    """The public keys one client advertised — its share-encryption key and its mask key (one
+    for the whole session) — and, in the malicious mode, its signature."""
 
     encryption_key: bytes
     mask_key: bytes
     signature: bytes = b""
-
-    def mask_key_of(self, iteration: int) -> bytes:
-        """The 32-byte mask public key for ``iteration`` (1-based)."""
-        start = (iteration - 1) * PUBLIC_KEY_BYTES
-        return self.mask_key[start : start + PUBLIC_KEY_BYTES]
 
 
 @dataclass(frozen=True, slots=True)
 class AdvertiseKeys:
     """Phase 0, client → server: the client's X25519 public keys.
 
-    ``mask_key`` holds one 32-byte key per iteration of the session (its concatenation), so that
-    recovering a client that drops in one iteration reveals nothing of another. ``session_id``
-    is the config digest: the session id does not exist yet. In the malicious mode ``signature``
+    ``mask_key`` agrees one pair secret with each neighbour for the whole session; every sum's
+    pairwise keys derive from it (:func:`secagg.keys.pair_sum_key`), and a drop is recovered
+    from per-sum escrows, never from this key. ``session_id`` is the config digest: the session
+    id does not exist yet. In the malicious mode ``signature``
     is the client's Ed25519 signature over :func:`secagg.identity.advertisement_message`; empty
     otherwise.
     """
@@ -202,7 +199,7 @@ class AdvertiseKeys:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("sender", self.sender)
         _check_bytes("encryption_key", self.encryption_key, PUBLIC_KEY_BYTES)
-        _check_keys("mask_key", self.mask_key)
+        _check_bytes("mask_key", self.mask_key, PUBLIC_KEY_BYTES)
         _check_optional("signature", self.signature, SIGNATURE_BYTES)
 
     @property
@@ -211,24 +208,17 @@ class AdvertiseKeys:
         return self.sender
 
     def _body(self) -> bytes:
-        count = len(self.mask_key) // PUBLIC_KEY_BYTES
-        return (
-            self.encryption_key
-            + _U8.pack(count)
-            + self.mask_key
-            + _U8.pack(len(self.signature))
-            + self.signature
-        )
+        return self.encryption_key + self.mask_key + _U8.pack(len(self.signature)) + self.signature
 
 
 @dataclass(frozen=True, slots=True)
 class KeyDirectory:
     """Phase 0, server → client: every advertised key, sorted by client id.
 
-    ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32·R`` records (R =
-    ``iterations``, one mask key per sum of the session; with ``‖ signature:64`` when
-    ``signed``, the malicious mode), strictly increasing in id; the session id is a hash of it,
-    so all parties hash identical bytes. ``session_id`` is the config digest.
+    ``entries`` is the canonical concatenation of ``id:u32 ‖ c_pk:32 ‖ s_pk:32`` records (with
+    ``‖ signature:64`` when ``signed``, the malicious mode), strictly increasing in id; the
+    session id is a hash of it, so all parties hash identical bytes. ``session_id`` is the
+    config digest.
 
     Examples
     --------
@@ -242,7 +232,6 @@ class KeyDirectory:
     recipient: int
     entries: bytes
     signed: bool = False
-    iterations: int = 1
 
     message_type = MessageType.KEY_DIRECTORY
 
@@ -252,7 +241,6 @@ class KeyDirectory:
         _check_bytes("entries", self.entries)
         if not isinstance(self.signed, bool):
             raise TypeError("signed must be a bool")
-        _check_iteration(self.iterations)
         if len(self.entries) % self._record.size:
             raise ValueError(f"entries must be a multiple of {self._record.size} bytes")
         ids = self.ids_array()
@@ -261,7 +249,7 @@ class KeyDirectory:
 
     @property
     def _record(self) -> struct.Struct:
-        return _record(self.signed, self.iterations)
+        return _record(self.signed)
 
     @classmethod
     def build(
@@ -271,17 +259,16 @@ class KeyDirectory:
         keys: dict[int, ClientKeys],
         *,
         signed: bool = False,
-        iterations: int = 1,
     ) -> KeyDirectory:
         """A directory from a mapping id → keys (sorted here); ``signed`` keeps the signatures."""
-        record = _record(signed, iterations)
+        record = _record(signed)
         if signed:
             blob = b"".join(record.pack(u, *keys[u]) for u in sorted(keys))
         else:
             blob = b"".join(
                 record.pack(u, keys[u].encryption_key, keys[u].mask_key) for u in sorted(keys)
             )
-        return cls(session_id, recipient, blob, signed, iterations)
+        return cls(session_id, recipient, blob, signed)
 
     @property
     def peer(self) -> int:
@@ -324,33 +311,45 @@ class KeyDirectory:
 
     def _body(self) -> bytes:
         count = len(self.entries) // self._record.size
-        return (
-            _U8.pack(int(self.signed)) + _U8.pack(self.iterations) + _U32.pack(count) + self.entries
-        )
+        return _U8.pack(int(self.signed)) + _U32.pack(count) + self.entries
 
 
 @dataclass(frozen=True, slots=True)
 class EncryptedShares:
-    """Phase 1, client → server: one AEAD ciphertext of Shamir shares per neighbour.
+    """Phase 1, client → server: one AEAD ciphertext of Shamir shares per neighbour, and what
+    the server keeps to recover this client's sums if it drops.
 
-    ``seed_commitment`` is one SHA-256 commitment per iteration's self-mask seed (concatenated;
-    domain-separated, bound to the session, the client and the iteration): hiding commitments
-    that let the server verify a seed it is given or reconstructs, so corrupted shares are
-    detected instead of silently spoiling the sum.
+    ``seed_commitment`` and ``recovery_commitment`` hold one SHA-256 commitment per sum of the
+    session (concatenated; domain-separated, bound to the session, the client and the sum) to
+    the self-mask seed b^r and the recovery key e^r: the server checks a seed or key it is
+    given or rebuilds, so corrupted shares are detected instead of silently spoiling the sum.
+    ``escrows`` holds, per neighbour v, for each sum r: the escrow of the pair key κ_uv^r under
+    e^r (:func:`secagg.keys.seal_pair_key`) ‖ the commitment to κ_uv^r
+    (:func:`secagg.transcript.pair_key_commitment`) — 64 bytes per sum.
     """
 
     session_id: bytes
     sender: int
     seed_commitment: bytes
     ciphertexts: tuple[tuple[int, bytes], ...]
+    recovery_commitment: bytes = b""
+    escrows: tuple[tuple[int, bytes], ...] = ()
 
     message_type = MessageType.ENCRYPTED_SHARES
 
     def __post_init__(self) -> None:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("sender", self.sender)
-        _check_keys("seed_commitment", self.seed_commitment)
+        count = _check_commitments("seed_commitment", self.seed_commitment)
         _check_blobs("ciphertexts", self.ciphertexts)
+        _check_bytes("recovery_commitment", self.recovery_commitment, 32 * count)
+        _check_blobs("escrows", self.escrows)
+        for _, escrow in self.escrows:
+            if len(escrow) != 64 * count:
+                raise ValueError(
+                    f"each escrow entry must hold 64 bytes per sum ({64 * count}); got "
+                    f"{len(escrow)}"
+                )
 
     @property
     def peer(self) -> int:
@@ -361,9 +360,26 @@ class EncryptedShares:
         """The commitment to the self-mask seed of ``iteration`` (1-based)."""
         return self.seed_commitment[32 * (iteration - 1) : 32 * iteration]
 
+    def recovery_commitment_of(self, iteration: int) -> bytes:
+        """The commitment to the recovery key of ``iteration`` (1-based)."""
+        return self.recovery_commitment[32 * (iteration - 1) : 32 * iteration]
+
+    def escrow_of(self, iteration: int) -> dict[int, tuple[bytes, bytes]]:
+        """Neighbour → (escrow of the pair key of ``iteration``, its commitment)."""
+        start = 64 * (iteration - 1)
+        return {
+            v: (blob[start : start + 32], blob[start + 32 : start + 64]) for v, blob in self.escrows
+        }
+
     def _body(self) -> bytes:
         count = len(self.seed_commitment) // 32
-        return _U8.pack(count) + self.seed_commitment + _encode_blobs(self.ciphertexts)
+        return (
+            _U8.pack(count)
+            + self.seed_commitment
+            + self.recovery_commitment
+            + _encode_blobs(self.ciphertexts)
+            + _encode_blobs(self.escrows)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,10 +565,10 @@ class ConsistencySignature:
 class UnmaskRequest:
     """Last phase, server → client: which of the recipient's neighbours survived or dropped.
 
-    The client answers with the self-mask-seed share of each survivor and the mask-key share of
-    each dropped neighbour — never both for one neighbour. In the malicious mode ``signatures``
-    carries the consistency signatures (id, signature) over the U3 the client signed; the client
-    answers only if a quorum of them verifies.
+    The client answers with the self-mask-seed share of each survivor and the recovery-key share
+    of each dropped neighbour (for this sum) — never both for one neighbour. In the malicious
+    mode ``signatures`` carries the consistency signatures (id, signature) over the U3 the
+    client signed; the client answers only if a quorum of them verifies.
     """
 
     session_id: bytes
@@ -668,7 +684,7 @@ def encode_message(message: Message) -> bytes:
     >>> msg = AdvertiseKeys(bytes(32), 3, bytes(32), bytes(32))
     >>> data = encode_message(msg)
     >>> len(data), decode_message(data) == msg
-    (104, True)
+    (103, True)
     """
     header = _HEADER.pack(
         PROTOCOL_VERSION, int(message.message_type), message.session_id, message.peer
@@ -788,31 +804,27 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
     try:
         message: Message
         if kind is MessageType.ADVERTISE_KEYS:
-            encryption_key = reader.take(32)
-            count = reader.unpack(_U8)
+            encryption_key = reader.take(PUBLIC_KEY_BYTES)
             message = AdvertiseKeys(
                 session_id,
                 peer,
                 encryption_key,
-                reader.take(PUBLIC_KEY_BYTES * count),
+                reader.take(PUBLIC_KEY_BYTES),
                 reader.optional(SIGNATURE_BYTES),
             )
         elif kind is MessageType.KEY_DIRECTORY:
             signed = reader.unpack(_U8)
             if signed not in (0, 1):
                 raise reader.fail(f"directory flag {signed}")
-            iterations = reader.unpack(_U8)
-            if not 1 <= iterations <= MAX_ITERATIONS:
-                raise reader.fail(f"directory of {iterations} iterations")
-            record = _record(bool(signed), iterations)
+            record = _record(bool(signed))
             count = reader.count(record.size)
-            message = KeyDirectory(
-                session_id, peer, reader.take(count * record.size), bool(signed), iterations
-            )
+            message = KeyDirectory(session_id, peer, reader.take(count * record.size), bool(signed))
         elif kind is MessageType.ENCRYPTED_SHARES:
             commitments = reader.unpack(_U8)
+            seeds = reader.take(32 * commitments)
+            recovery = reader.take(32 * commitments)
             message = EncryptedShares(
-                session_id, peer, reader.take(32 * commitments), reader.blobs()
+                session_id, peer, seeds, reader.blobs(), recovery, reader.blobs()
             )
         elif kind is MessageType.FORWARDED_SHARES:
             message = ForwardedShares(session_id, peer, reader.blobs(), reader.sized())

@@ -219,7 +219,7 @@ def plain_outcome(
         if u not in responders and len(responders - {u}) < t:
             return False, f"a survivor's seed needs t={t} responders; {len(responders)} responded"
     if (shared - survivors) and (survivors - responders) and len(responders) < t:
-        return False, f"a dropped client's mask key needs t={t} responders"
+        return False, f"a dropped client's recovery key needs t={t} responders"
     return True, ""
 
 
@@ -357,9 +357,10 @@ class Session:
     The real :class:`~secagg.Client` and :class:`~secagg.Server` with ``config.iterations =
     R``: keys are advertised, checked and shared once; each further :meth:`sum` is two message
     rounds (masked input; unmask — plus the consistency check in the malicious mode) and costs
-    no key agreement for the shares, no Shamir sharing and no share encryption. Every sum has
-    its own self-mask seeds and mask keys, so a client that drops in one sum is recovered for
-    that sum alone and excluded from the later ones (a returning client is refused).
+    no key agreement at all, no Shamir sharing and no share encryption. Every sum has its own
+    self-mask seeds, pairwise keys (PRF outputs of one pair secret per neighbour) and recovery
+    keys, so a client that drops in one sum is recovered for that sum alone and excluded from
+    the later ones (a returning client is refused).
     ``iterate`` — what the server broadcasts for a sum (a model, a Weiszfeld centre) — is
     delivered to every member and bound into the sum: into the pairwise-mask key derivation
     (members shown different iterates have masks that do not cancel, so the sum is uniformly
@@ -568,9 +569,7 @@ class Session:
         server = self._server
         assert server is not None
         client_seconds = transport.client_seconds
-        transport_seconds = {
-            p: driver.wire_seconds[p] + transport.wire_seconds[p] for p in PHASES
-        }
+        transport_seconds = {p: driver.wire_seconds[p] + transport.wire_seconds[p] for p in PHASES}
         result = server.result
         used = 0 if self._trust_store is None else self._trust_store.verifications - verifications
         return SecureSumResult(

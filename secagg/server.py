@@ -10,8 +10,8 @@ dropouts of that phase. Which message is accepted in which state is one table, `
 Masked inputs are added into one accumulator as they arrive (memory O(d), not O(n·d)). At the end
 the server removes every survivor's self mask (from the seed the survivor revealed, or its
 reconstruction from shares) and every mask a survivor shares with a dropped client (from the
-pairwise key the survivor revealed, or the dropped client's reconstructed mask key) — it never
-obtains both secrets of one client.
+pairwise key the survivor revealed, or the dropped client's escrow of that sum opened with its
+reconstructed recovery key) — it never obtains both secrets of one client in one sum.
 
 A peer's invalid message raises :class:`~secagg.errors.RemoteProtocolError` naming the peer and
 is recorded in :attr:`Server.faults`; the peer is excluded where that is still possible, but the
@@ -27,6 +27,7 @@ never readmitted). :attr:`Server.results` holds every sum.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import warnings
@@ -47,7 +48,7 @@ from secagg.errors import (
 )
 from secagg.graph import CommunicationGraph, build_graph
 from secagg.identity import TrustStore, advertisement_message, consistency_message, iterate_digest
-from secagg.keys import KEY_BYTES, KeyPair, is_low_order
+from secagg.keys import KEY_BYTES, is_low_order, seal_pair_key
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     MASK_KEY_BYTES,
@@ -71,6 +72,8 @@ from secagg.randomness import KeystreamRandom
 from secagg.ring import RingArray
 from secagg.transcript import (
     decode_share,
+    pair_key_commitment,
+    recovery_commitment,
     seed_commitment,
     session_id,
     share_plaintext_bytes,
@@ -243,6 +246,7 @@ class Server:
         self._public_keys: set[bytes] = set()
         self._share_messages: dict[int, EncryptedShares] = {}
         self._seed_commitments: dict[int, bytes] = {}
+        self._recovery: dict[int, EncryptedShares] = {}
         self._shared: frozenset[int] = frozenset()
         self._accumulator: RingArray | None = None
         self._masked: set[int] = set()
@@ -373,7 +377,7 @@ class Server:
         self._open_phase(ServerState.COMPLETED, ())
 
     def held_share_counts(self) -> dict[int, tuple[int, int]]:
-        """For each client, how many shares of its (self-mask seed, mask key) the server holds.
+        """For each client, how many shares of its (self-mask seed, recovery key) the server holds.
 
         An honest run never holds t of both for one client; audits check exactly that.
         """
@@ -541,16 +545,7 @@ class Server:
             if previous != keys:
                 raise self._fault("conflicting second key advertisement", sender)
             return False
-        blob = message.mask_key
-        mask_keys = [blob[i : i + KEY_BYTES] for i in range(0, len(blob), KEY_BYTES)]
-        if len(mask_keys) != self.config.iterations:
-            self._exclude(sender)
-            raise self._fault(
-                f"advertised {len(mask_keys)} mask keys; the session has "
-                f"{self.config.iterations} sums",
-                sender,
-            )
-        public = [message.encryption_key, *mask_keys]
+        public = [message.encryption_key, message.mask_key]
         if any(is_low_order(key) for key in public):
             self._exclude(sender)
             raise self._fault("advertised a low-order public key", sender)
@@ -589,6 +584,9 @@ class Server:
         if len(message.seed_commitment) != 32 * self.config.iterations:
             self._exclude(sender)
             raise self._fault("one seed commitment per sum of the session expected", sender)
+        if tuple(v for v, _ in message.escrows) != recipients:
+            self._exclude(sender)
+            raise self._fault("one pair-key escrow per neighbour, in order, expected", sender)
         self._share_messages[sender] = message
         return self._answered(sender)
 
@@ -722,20 +720,15 @@ class Server:
                 f"{len(self._keys)} clients advertised keys; the malicious mode's consistency "
                 f"quorum {self.config.consistency_quorum(len(self._keys))} cannot be met"
             )
-        directory = KeyDirectory.build(
-            self.config.digest,
-            min(self._keys),
-            self._keys,
-            signed=signed,
-            iterations=self.config.iterations,
-        )
+        digest = self.config.digest
+        directory = KeyDirectory.build(digest, min(self._keys), self._keys, signed=signed)
         self._session_id = session_id(self.config.digest, directory.entries)
         self._graph = build_graph(self._keys, self.config.neighbors, self._session_id)
         self._neighbors = self._graph.all_neighbors()
         self._open_phase(ServerState.COLLECTING_SHARES, self._keys)
         logger.info("keys: %d of %d clients advertised", len(self._keys), len(self.client_ids))
         return [
-            KeyDirectory(self.config.digest, u, directory.entries, signed, self.config.iterations)
+            KeyDirectory(self.config.digest, u, directory.entries, signed)
             for u in sorted(self._keys)
         ]
 
@@ -751,6 +744,10 @@ class Server:
             )
         self._shared = frozenset(shared)
         self._seed_commitments = {u: self._share_messages[u].seed_commitment for u in shared}
+        # What recovers a drop: recovery-key commitments and pair-key escrows (not the shares).
+        self._recovery = {
+            u: dataclasses.replace(self._share_messages[u], ciphertexts=()) for u in shared
+        }
         inbox: dict[int, list[tuple[int, bytes]]] = {u: [] for u in shared}
         for sender in sorted(shared):
             for recipient, ciphertext in self._share_messages[sender].ciphertexts:
@@ -798,9 +795,7 @@ class Server:
     def _start_iteration(self, iterate: bytes) -> list[Message]:
         r = self._iteration + 1
         if r > self.config.iterations:
-            raise LocalProtocolError(
-                f"the session has run all its {self.config.iterations} sums"
-            )
+            raise LocalProtocolError(f"the session has run all its {self.config.iterations} sums")
         t = self.config.threshold
         candidates = set(self._next_members) - self._excluded
         members = self._peel(set(candidates))
@@ -856,7 +851,7 @@ class Server:
             alive = len(survivors.intersection(self._neighbors[u]))
             needed = u in survivors or alive > 0
             if needed and alive < t:
-                what = "self-mask seed" if u in survivors else "mask key"
+                what = "self-mask seed" if u in survivors else "recovery key"
                 raise TooFewSurvivorsError(
                     f"client {u} has {alive} surviving neighbours; its {what} needs t={t} shares"
                 )
@@ -884,8 +879,7 @@ class Server:
         quorum = self.config.consistency_quorum(len(self._keys))
         if len(self._signatures) < quorum:
             raise TooFewSurvivorsError(
-                f"only {len(self._signatures)} valid consistency signatures; the quorum is "
-                f"{quorum}"
+                f"only {len(self._signatures)} valid consistency signatures; the quorum is {quorum}"
             )
         # Exactly a quorum travels with each request: clients verify no more than they must.
         certificate = tuple(sorted(self._signatures.items())[:quorum])
@@ -968,9 +962,32 @@ class Server:
         commitment = self._seed_commitments[owner][32 * (r - 1) : 32 * r]
         return lambda seed: seed_commitment(self._session_id, owner, seed, r) == commitment
 
-    def _mask_key_check(self, owner: int) -> Callable[[bytes], bool]:
-        public = self._keys[owner].mask_key_of(self._iteration)
-        return lambda secret: KeyPair.from_private_bytes(secret).public == public
+    def _recovery_key_check(self, owner: int) -> Callable[[bytes], bool]:
+        r = self._iteration
+        commitment = self._recovery[owner].recovery_commitment_of(r)
+        return lambda key: recovery_commitment(self._session_id, owner, key, r) == commitment
+
+    def _escrowed_pair_key(self, dropped: int, recovery_key: bytes, survivor: int) -> bytes:
+        """The sum key κ of (dropped, survivor), opened from the dropped client's escrow and
+        checked against the survivor's own commitment: a wrong escrow aborts, never a wrong sum."""
+        r = self._iteration
+        escrow, _ = self._recovery[dropped].escrow_of(r)[survivor]
+        kappa = seal_pair_key(
+            escrow,
+            recovery_key,
+            session_id=self._session_id,
+            owner=dropped,
+            other=survivor,
+            iteration=r,
+        )
+        _, committed = self._recovery[survivor].escrow_of(r)[dropped]
+        if pair_key_commitment(self._session_id, dropped, survivor, kappa, r) != committed:
+            raise self._fault(
+                f"its escrowed pair key with client {survivor} does not match {survivor}'s "
+                "commitment (one of the two dealt a wrong value)",
+                dropped,
+            )
+        return kappa
 
     def _self_mask_seed(self, u: int) -> bytes:
         """u's self-mask seed: revealed by u (checked against its commitment), else rebuilt."""
@@ -1004,22 +1021,22 @@ class Server:
         for v in sorted(dropped):
             alive = [u for u in self._neighbors[v] if u in survivors]
             revealed = self._revealed_pairwise.get(v, {})
-            pair: KeyPair | None = None
+            recovery: bytes | None = None
             if any(u not in revealed for u in alive):
                 # A survivor that masked with v did not reveal their pairwise key: rebuild v's
-                # mask key of this sum from its shares (never together with v's self-mask seed
-                # of this sum; every sum has its own key, so no other sum is exposed).
-                secret = self._reconstruct(
-                    v, self._key_shares.get(v, {}), "mask key", self._mask_key_check(v)
+                # recovery key of this sum from its shares and open v's escrows of this sum
+                # (never together with v's self-mask seed of this sum; every sum has its own
+                # recovery key and pair keys, so no other sum is exposed).
+                recovery = self._reconstruct(
+                    v, self._key_shares.get(v, {}), "recovery key", self._recovery_key_check(v)
                 )
-                pair = KeyPair.from_private_bytes(secret)
                 recovered.add(v)
             for u in alive:
                 key = revealed.get(u)
-                if pair is not None:
-                    shared = pair.agree(self._keys[u].mask_key_of(r), peer_id=u)
+                if recovery is not None:
+                    kappa = self._escrowed_pair_key(v, recovery, u)
                     computed = pairwise_mask_key(
-                        shared,
+                        kappa,
                         session_id=self._session_id,
                         first=u,
                         second=v,

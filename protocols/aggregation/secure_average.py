@@ -1089,9 +1089,9 @@ class SecureAverageSession:
     num_clients
         n.
     sums
-        The most averages the session may run (1 to 255). Each adds to the setup a 32-byte
-        mask key and a 32-byte seed commitment per client, and two Shamir shares (72 bytes)
-        per client and neighbour, whether or not the average runs.
+        The most averages the session may run (1 to 255). Each adds to the setup two 32-byte
+        commitments per client (seed, recovery key), two Shamir shares (72 bytes) and a
+        64-byte pair-key escrow per client and neighbour, whether or not the average runs.
     settings
         :class:`AverageSettings` of every average.
     secure

@@ -191,6 +191,7 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
         "snapshot": set(),
         "private key": set(),
         "self-mask seed": set(),
+        "pair secret": set(),
         "identity key": {key.private_bytes() for key in apps.identities.values()},
     }
 
@@ -207,9 +208,10 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
             snapshot = bytes(context.state.config_records[STATE_KEY]["client"])
             client = restore(context.node_id, snapshot)
             secrets["snapshot"].add(snapshot)
-            for pair in (client._encryption_keys, *client._mask_keys):
+            for pair in (client._encryption_keys, client._mask_key):
                 if pair is not None:
                     secrets["private key"].add(pair.private)
+            secrets["pair secret"].update(client._pair_secrets.values())
             secrets["self-mask seed"].update(seed for seed in client._self_mask_seeds if any(seed))
             return reply
 
@@ -219,8 +221,10 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
     run_secure_sum(
         grid, content(), encoding=SumEncoding(clip=2.0), timeout=5.0, trust_store=apps.trust_store
     )
-    # Mid-round, each node's Context held its snapshot, its two private keys and its seed.
+    # Mid-round, each node's Context held its snapshot, its two private keys, its seed and
+    # the pair secrets with its two neighbours (3 pairs, each held at both ends).
     assert len(secrets["private key"]) == 6 and len(secrets["self-mask seed"]) == 3
+    assert len(secrets["pair secret"]) == 3
     assert len(secrets["snapshot"]) >= 15  # one per node and phase
     assert len(grid.replies) == 15 and not any(r.has_error() for r in grid.replies)
     sent = [field for reply in grid.replies for field in reply_fields(reply)]
@@ -239,7 +243,8 @@ def test_client_state_lives_in_the_context(loopback_grid: Any, vector_client_app
     for node, context in grid.contexts.items():
         client = restore(node, bytes(context.state.config_records[STATE_KEY]["client"]))
         assert client.state.name == "COMPLETED"
-        assert not client._self_mask_seeds and not client._mask_keys  # secrets erased
+        assert not client._self_mask_seeds and client._mask_key is None  # secrets erased
+        assert not client._pair_secrets
 
 
 # -- the defects of Flower 1.42's SecAgg+ (REFERENCES §1) that ours does not have -----------------

@@ -118,7 +118,7 @@ def expected_outcome(
                 return False, set()
         else:
             # A dropped client's masks: each surviving neighbour reveals its pairwise key; one
-            # that did not answer needs the dropped client's mask key from t shares.
+            # that did not answer needs the dropped client's recovery key from t shares.
             silent = (graph_neighbors[u] & survivors) - answered
             if silent and len(graph_neighbors[u] & answered) < t:
                 return False, set()

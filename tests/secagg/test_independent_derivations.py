@@ -1,4 +1,5 @@
-"""The key schedule and the mask PRG re-derived by an independent implementation.
+"""The key schedule, the commitments and the mask PRG re-derived by an independent
+implementation.
 
 HKDF is written here from RFC 5869 on the standard library's ``hmac`` (checked against the RFC's
 own test vector first); AES comes from pycryptodome (a second AES implementation, present with
@@ -17,8 +18,15 @@ import numpy as np
 import pytest
 
 from secagg import Ring
-from secagg.keys import decrypt_shares, encrypt_shares, share_encryption_key
+from secagg.keys import (
+    decrypt_shares,
+    encrypt_shares,
+    pair_sum_key,
+    seal_pair_key,
+    share_encryption_key,
+)
 from secagg.masks import expand_mask, pairwise_mask_key, self_mask_key
+from secagg.transcript import pair_key_commitment, recovery_commitment, seed_commitment
 
 
 def hkdf_sha256(ikm: bytes, *, salt: bytes, info: bytes, length: int) -> bytes:
@@ -76,6 +84,52 @@ def test_mask_keys_are_rfc5869_hkdf_of_the_spec() -> None:
         iteration=4,
         iterate=iterate,
     ) == hkdf_sha256(SECRET, salt=SESSION, info=later, length=16)
+
+
+@pytest.mark.parametrize(("first", "second", "iteration"), [(3, 11, 1), (11, 3, 1), (5, 2, 255)])
+def test_sum_pair_keys_are_rfc5869_hkdf_of_the_spec(
+    first: int, second: int, iteration: int
+) -> None:
+    low, high = sorted((first, second))
+    info = b"secagg-dp/v3/pair-sum-key" + struct.pack(">IIH", low, high, iteration)
+    expected = hkdf_sha256(SECRET, salt=SESSION, info=info, length=32)
+    derived = pair_sum_key(
+        SECRET, session_id=SESSION, first=first, second=second, iteration=iteration
+    )
+    assert derived == expected
+
+
+def test_escrows_are_a_one_time_pad_from_rfc5869_hkdf_of_the_recovery_key() -> None:
+    recovery = hashlib.sha256(b"recovery key").digest()
+    kappa = hashlib.sha256(b"pair key").digest()
+    info = b"secagg-dp/v3/pair-key-escrow" + struct.pack(">IIH", 4, 9, 2)
+    pad = hkdf_sha256(recovery, salt=SESSION, info=info, length=32)
+    expected = bytes(a ^ b for a, b in zip(kappa, pad, strict=True))
+    sealed = seal_pair_key(kappa, recovery, session_id=SESSION, owner=4, other=9, iteration=2)
+    assert sealed == expected
+    # The pad is directional: the other end's escrow of the same key uses another pad.
+    assert sealed != seal_pair_key(
+        kappa, recovery, session_id=SESSION, owner=9, other=4, iteration=2
+    )
+
+
+def test_commitments_are_sha256_of_the_spec() -> None:
+    key = hashlib.sha256(b"committed").digest()
+    tag = struct.pack(">IH", 7, 3)
+    assert (
+        seed_commitment(SESSION, 7, key, 3)
+        == hashlib.sha256(b"secagg-dp/v2/seed-commitment" + SESSION + tag + key).digest()
+    )
+    assert (
+        recovery_commitment(SESSION, 7, key, 3)
+        == hashlib.sha256(b"secagg-dp/v3/recovery-commitment" + SESSION + tag + key).digest()
+    )
+    assert (
+        pair_key_commitment(SESSION, 9, 7, key, 3)
+        == hashlib.sha256(
+            b"secagg-dp/v3/pair-key-commitment" + SESSION + struct.pack(">IIH", 7, 9, 3) + key
+        ).digest()
+    )
 
 
 def test_share_encryption_is_aes_gcm_with_the_specified_nonce_and_aad() -> None:

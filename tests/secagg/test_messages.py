@@ -33,8 +33,6 @@ session = st.binary(min_size=32, max_size=32)
 key = st.binary(min_size=32, max_size=32)
 blobs = st.lists(st.tuples(ids, st.binary(max_size=120)), max_size=6).map(tuple)
 iterations = st.integers(1, 255)
-# One 32-byte key or commitment per sum of a session (a few, to keep examples small).
-multi_key = st.integers(1, 4).flatmap(lambda r: st.binary(min_size=32 * r, max_size=32 * r))
 iterate = st.binary(max_size=80)
 
 
@@ -57,26 +55,36 @@ id_lists = st.lists(ids, max_size=8).map(tuple)
 def directories(draw: st.DrawFn) -> KeyDirectory:
     members = draw(st.sets(ids, max_size=8))
     signed = draw(st.booleans())
-    rounds = draw(st.integers(1, 4))
-    mask_keys = st.binary(min_size=32 * rounds, max_size=32 * rounds)
     keys = {
-        u: ClientKeys(draw(key), draw(mask_keys), draw(st.binary(min_size=64, max_size=64)))
+        u: ClientKeys(draw(key), draw(key), draw(st.binary(min_size=64, max_size=64)))
         for u in members
     }
-    return KeyDirectory.build(draw(session), draw(ids), keys, signed=signed, iterations=rounds)
+    return KeyDirectory.build(draw(session), draw(ids), keys, signed=signed)
+
+
+@st.composite
+def share_messages(draw: st.DrawFn) -> EncryptedShares:
+    # One 32-byte commitment per sum of a session and 64 escrow bytes per sum and neighbour
+    # (a few sums, to keep examples small).
+    sums = draw(st.integers(1, 4))
+    commitments = st.binary(min_size=32 * sums, max_size=32 * sums)
+    escrows = st.lists(
+        st.tuples(ids, st.binary(min_size=64 * sums, max_size=64 * sums)), max_size=4
+    ).map(tuple)
+    return EncryptedShares(
+        draw(session), draw(ids), draw(commitments), draw(blobs), draw(commitments), draw(escrows)
+    )
 
 
 messages = st.one_of(
-    st.builds(AdvertiseKeys, session, ids, key, multi_key, signature),
+    st.builds(AdvertiseKeys, session, ids, key, key, signature),
     directories(),
-    st.builds(EncryptedShares, session, ids, multi_key, blobs),
+    share_messages(),
     st.builds(ForwardedShares, session, ids, blobs, iterate),
     st.builds(IterationRequest, session, ids, iterations, id_lists, iterate),
     masked_inputs(),
     st.builds(ConsistencyRequest, session, ids, id_lists, iterations),
-    st.builds(
-        ConsistencySignature, session, ids, st.binary(min_size=64, max_size=64), iterations
-    ),
+    st.builds(ConsistencySignature, session, ids, st.binary(min_size=64, max_size=64), iterations),
     st.builds(UnmaskRequest, session, ids, id_lists, id_lists, blobs, iterations),
     st.builds(
         UnmaskResponse,
@@ -164,7 +172,7 @@ def test_specific_malformations_are_explained() -> None:
         bytes(32), 1, {2: ClientKeys(bytes(32), bytes(32)), 5: ClientKeys(bytes(32), bytes(32))}
     )
     data = bytearray(encode_message(directory))
-    data[44:48] = (9).to_bytes(4, "little")  # first id 9 > second id 5: not sorted
+    data[43:47] = (9).to_bytes(4, "little")  # first id 9 > second id 5: not sorted
     with pytest.raises(RemoteProtocolError, match="strictly increasing"):
         decode_message(bytes(data))
     masked = encode_message(MaskedInput(bytes(32), 1, 12, np.arange(3, dtype=np.uint32)))
@@ -178,7 +186,7 @@ def test_specific_malformations_are_explained() -> None:
         )
     advert = encode_message(AdvertiseKeys(bytes(32), 1, bytes(32), bytes(32), bytes(64)))
     with pytest.raises(RemoteProtocolError, match="field of 63 bytes"):
-        decode_message(advert[:103] + b"\x3f" + advert[104:-1])
+        decode_message(advert[:102] + b"\x3f" + advert[103:-1])
     with pytest.raises(RemoteProtocolError, match="directory flag 2"):
         encoded = bytearray(encode_message(directory))
         encoded[38] = 2

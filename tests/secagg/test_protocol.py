@@ -13,6 +13,7 @@ from secagg import (
     PHASES,
     Client,
     ClientState,
+    EncryptedShares,
     LocalProtocolError,
     MaskedInput,
     Phase,
@@ -308,7 +309,7 @@ def test_server_never_reconstructs_both_secrets_of_a_client(round_factory: Round
     game.server.close_phase()
     server = game.server
     assert server.state is ServerState.COMPLETED
-    # The silent survivor's seed and the dropped client's mask key come from shares; the other
+    # The silent survivor's seed and the dropped client's recovery key come from shares; the other
     # survivors revealed their own seeds and their pairwise keys with client 4.
     assert server.reconstructed_seed_owners == {silent}
     assert server.reconstructed_key_owners == {4}
@@ -316,6 +317,42 @@ def test_server_never_reconstructs_both_secrets_of_a_client(round_factory: Round
     assert server.result.total.tolist() == [
         sum(game.inputs[u][j] for u in server.result.survivors) for j in range(4)
     ]
+
+
+@pytest.mark.parametrize("liar", ["dropped", "survivor"])
+def test_a_wrong_pair_key_escrow_aborts_the_sum_naming_its_dealer_never_a_wrong_total(
+    round_factory: RoundFactory, liar: str
+) -> None:
+    # Client 4 drops before masking and its neighbour goes silent before unmasking, so their
+    # pairwise mask comes out of 4's escrow — checked against the survivor's commitment. A
+    # tampered escrow (4 lied) or a tampered commitment (the survivor lied) cannot be told
+    # apart by the server: the sum aborts naming the dropped dealer instead of a wrong total.
+    game = Round(round_factory, n=8, threshold=3, neighbors=4)
+    directory = game.to_server([m for c in game.clients.values() for m in c.start()])
+    shares = game.to_clients(directory)
+    assert game.server.graph is not None
+    silent = game.server.graph.neighbors(4)[0]
+    dealer = 4 if liar == "dropped" else silent
+    other = silent if liar == "dropped" else 4
+
+    def tamper(message: Message) -> Message:
+        assert isinstance(message, EncryptedShares)
+        if message.sender != dealer:
+            return message
+        escrows = tuple(
+            (v, blob if v != other else bytes(b ^ 0xFF for b in blob[:64]) + blob[64:])
+            for v, blob in message.escrows
+        )
+        return dataclasses.replace(message, escrows=escrows)
+
+    forwarded = game.to_server([tamper(m) for m in shares])
+    masked = [m for m in game.to_clients(forwarded) if m.peer != 4]
+    requests = game.to_server(masked) + game.server.close_phase()
+    game.to_server(game.to_clients([r for r in requests if r.peer != silent]))
+    with pytest.raises(RemoteProtocolError, match=f"pair key with client {silent}") as error:
+        game.server.close_phase()
+    assert error.value.peer_id == 4
+    assert game.server.state is ServerState.ABORTED
 
 
 def test_aborted_server_refuses_further_calls(round_factory: RoundFactory) -> None:
@@ -425,9 +462,7 @@ def test_bytes_only_transport(threat_model: str, round_factory: RoundFactory) ->
     # A transport that moves nothing but bytes: receive_bytes on both sides, routing by the
     # recipient the server returns and naming the sender it received from.
     inputs = {u: np.arange(6) * u for u in range(1, 6)}
-    _, clients, server = round_factory(
-        inputs, threshold=2, neighbors=2, threat_model=threat_model
-    )
+    _, clients, server = round_factory(inputs, threshold=2, neighbors=2, threat_model=threat_model)
     to_server = [(u, encode_message(m)) for u, c in clients.items() for m in c.start()]
     while to_server:
         to_clients = [out for u, data in to_server for out in server.receive_bytes(data, peer_id=u)]

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import secagg.client
+import secagg.keys
 import secagg.masks
 import secagg.server
 from audits.adversary import AdversarialRound, reconstruct_inputs
@@ -29,6 +30,7 @@ from secagg import (
     Session,
     TooFewSurvivorsError,
     UnmaskRequest,
+    UnmaskResponse,
     plain_outcome,
     secure_sum,
 )
@@ -128,6 +130,33 @@ def test_later_sums_cost_no_key_setup() -> None:
     assert sent(first) == setup | {"masked_input", "consistency_check", "unmask"}
     assert sent(later) == {"masked_input", "consistency_check", "unmask"}
     assert sum(later.upload_bytes.values()) < sum(first.upload_bytes.values())
+
+
+@pytest.mark.parametrize("threat_model", ["malicious", "semi-honest"])
+def test_a_further_sum_runs_no_key_agreement(
+    threat_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One mask key agreement per neighbour at setup; every later sum's pairwise keys are PRF
+    # outputs of those pair secrets, even when a drop has to be recovered (escrows).
+    agreements: list[int] = []
+    original = secagg.keys.KeyPair.agree
+
+    def counted(self: secagg.keys.KeyPair, peer: bytes, *, peer_id: int | None = None) -> bytes:
+        agreements.append(1)
+        return original(self, peer, peer_id=peer_id)
+
+    monkeypatch.setattr(secagg.keys.KeyPair, "agree", counted)
+    n, d = 8, 5
+    session = Session(n, d, iterations=3, threshold=3, seed=4, threat_model=threat_model)
+    session.sum(np.ones((n, d), dtype=np.int64))
+    assert agreements  # the setup agrees keys
+    agreements.clear()
+    second = session.sum(
+        np.ones((n, d), dtype=np.int64), iterate=b"two", dropouts={"masked_input": [1]}
+    )
+    third = session.sum(np.full((n, d), 2, dtype=np.int64), iterate=b"three")
+    assert agreements == []
+    assert second.total.tolist() == [n - 1] * d and third.total.tolist() == [2 * (n - 1)] * d
 
 
 def test_bad_calls_are_refused_clearly() -> None:
@@ -321,7 +350,7 @@ def test_a_drop_claimed_in_one_sum_exposes_at_most_that_sum(threat_model: str) -
     # In sum 2 the server tells everyone the victim dropped, after its masked input arrived.
     # Semi-honest: its neighbours reveal their sum-2 pairwise keys with it, and the victim,
     # told it survived, reveals its sum-2 self-mask seed — sum 2's input is exposed, but with
-    # per-sum mask keys sums 1 and 3 (whose seeds the server also holds) stay hidden.
+    # per-sum pair keys sums 1 and 3 (whose seeds the server also holds) stay hidden.
     # Malicious: the victim signed the survivor set with itself in it; nothing is exposed.
     victim, n = 2, 6
     game = AdversarialRound(
@@ -345,10 +374,48 @@ def test_a_drop_claimed_in_one_sum_exposes_at_most_that_sum(threat_model: str) -
     game.to_server(r for m in lied for r in game.to_client(m))
     if threat_model == "semi-honest":
         # Sum 1's self-mask seed of the victim is in the view too (it survived sum 1), yet
-        # only sum 2 opens: sum 1's pairwise masks use another key pair.
+        # only sum 2 opens: sum 1's pairwise masks use other keys.
         assert exposed(game) == {(2, victim)}
     else:
         assert exposed(game) == set()
+
+
+def test_recovery_key_shares_open_one_sum_of_one_client_and_nothing_else() -> None:
+    # The escrow route alone: a semi-honest-mode server tells the victim's neighbours in sum 2
+    # that it dropped (after its masked input arrived) and keeps only their shares of its sum-2
+    # recovery key — not the pairwise keys they revealed. Opening the victim's sum-2 escrows
+    # gives every sum-2 pair key of the victim; with the seed the victim revealed, sum 2's
+    # input falls, and sums 1 and 3 (whose seeds the server holds too) do not.
+    victim, n = 2, 6
+    game = AdversarialRound(
+        inputs_for(n, 3), threshold=2, iterations=3, seed=7, threat_model="semi-honest"
+    )
+    game.run()
+    outgoing = game.step(game.server.begin_iteration(b"two"))
+    lied = [
+        dataclasses.replace(
+            m,
+            survivors=tuple(v for v in m.survivors if v != victim),
+            dropped=tuple(sorted((*m.dropped, victim))),
+        )
+        if m.recipient != victim and victim in m.survivors
+        else m
+        for m in outgoing
+    ]
+    responses = [r for m in lied for r in game.to_client(m)]
+    game.to_server(responses)
+    game.view.received = [
+        dataclasses.replace(m, pairwise_keys=())
+        if isinstance(m, UnmaskResponse) and m.iteration == 2
+        else m
+        for m in game.view.received
+    ]
+    assert any(
+        owner == victim
+        for m in responses
+        for owner, _ in m.key_shares  # type: ignore[attr-defined]
+    )
+    assert exposed(game) == {(2, victim)}
 
 
 def test_an_honest_drop_exposes_nothing_in_any_sum() -> None:
