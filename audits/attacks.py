@@ -173,53 +173,77 @@ def claim_dropped(request: Any, victim: int) -> Any:
 
 
 def split_views(
-    game: AdversarialRound, requests: list[Any], victim: int, group_b: set[int]
+    game: AdversarialRound,
+    requests: list[Any],
+    victim: int,
+    group_b: set[int],
+    *,
+    forge: bool = False,
 ) -> None:
     """Show ``group_b`` a survivor set without the victim and everyone else the true one;
-    colluders sign both; then certify each group with every signature over its view."""
+    colluders approve both; then certify each group with every approval of its view (in any
+    sum of a session). Approvals are signatures (a single sum) or, in a session, the MAC tags
+    addressed to each recipient; ``forge`` also pads every certificate with approvals nobody
+    gave (random bytes in the members' names), which the clients must not count."""
     from secagg import (  # noqa: PLC0415
         ConsistencyRequest,
         ConsistencySignature,
-        ForwardedShares,
+        KeystreamRandom,
         UnmaskRequest,
     )
-    from secagg.identity import consistency_message  # noqa: PLC0415
+    from secagg.identity import EMPTY_ITERATE, approval_tag, consistency_message  # noqa: PLC0415
 
     assert all(isinstance(r, ConsistencyRequest) for r in requests)
     true_view = requests[0].survivors
-    sid = requests[0].session_id
+    sid, r = requests[0].session_id, requests[0].iteration
     views = {"a": tuple(true_view), "b": tuple(v for v in true_view if v != victim)}
-    signatures: dict[str, dict[int, bytes]] = {"a": {}, "b": {}}
-    senders = {
-        m.recipient: tuple(v for v, _ in m.ciphertexts)
-        for m in game.view.sent
-        if isinstance(m, ForwardedShares)
-    }
+    # Per view, approver → its signature, or its MAC tags by recipient.
+    approvals: dict[str, dict[int, bytes | dict[int, bytes]]] = {"a": {}, "b": {}}
     group_of = {}
     for request in requests:
         u = request.recipient
         label = "b" if u in group_b and u != victim else "a"  # the victim is in its own view
         group_of[u] = label
+        client = game.clients[u]
         if u in game.colluding:
             for name, view in views.items():
-                signatures[name][u] = game.identities[u].sign(consistency_message(sid, view))
+                signed = consistency_message(
+                    sid, view, iteration=r, iterate=client._iterate_digest or EMPTY_ITERATE
+                )
+                keys = client._approval_keys
+                approvals[name][u] = (
+                    {w: approval_tag(keys[w], signed, approver=u, recipient=w) for w in keys}
+                    if game.config.mac_approvals
+                    else game.identities[u].sign(signed)
+                )
             continue
         shown = dataclasses.replace(request, survivors=views[label])
         for reply in game.to_client(shown):
             assert isinstance(reply, ConsistencySignature)
             game.view.received.append(reply)
-            signatures[label][u] = reply.signature
+            approvals[label][u] = reply.signature or dict(reply.approvals)
+    width = 32 if game.config.mac_approvals else 64
+    fabricated = KeystreamRandom(r, label=b"secagg-dp/audits/forged-approvals")
     for u, label in group_of.items():
         if u in game.colluding:
             continue
         members = set(views[label])
-        mine = senders.get(u, ())
+        mine = game.clients[u]._members  # the neighbours u masked with in this sum
+        certificate = {
+            a: given if isinstance(given, bytes) else given.get(u, b"")
+            for a, given in approvals[label].items()
+            if a != u
+        }
+        if forge:
+            for v in views[label]:
+                certificate.setdefault(v, fabricated.random_bytes(width))
         request = UnmaskRequest(
             sid,
             u,
             tuple(v for v in mine if v in members),
             tuple(v for v in mine if v not in members),
-            tuple(sorted(signatures[label].items())),
+            tuple(sorted((a, tag) for a, tag in certificate.items() if tag)),
+            r,
         )
         game.view.received.extend(game.to_client(request))
 

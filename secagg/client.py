@@ -23,6 +23,7 @@ signatures.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import struct
 from collections.abc import Callable
@@ -44,12 +45,14 @@ from secagg.identity import (
     IdentityKey,
     TrustStore,
     advertisement_message,
+    approval_tag,
     consistency_message,
     iterate_digest,
 )
 from secagg.keys import (
     KEY_BYTES,
     KeyPair,
+    approval_key,
     decrypt_shares,
     encrypt_shares,
     pair_sum_key,
@@ -117,6 +120,9 @@ _SNAPSHOT_FIELDS = (
     "survivor_view",
     "iterate_digest",
     "input",
+    "directory",
+    "approval_keys",
+    "verified",
 )
 _ROUND_LABEL = b"secagg-dp/v2/client-round/"
 
@@ -267,6 +273,11 @@ class Client:
         self._held_key_shares: dict[int, bytes] = {}
         self._survivor_view: tuple[int, ...] = ()
         self._iterate_digest = b""
+        # Sessions in the malicious mode (config.mac_approvals): the signed directory, the
+        # approval key with every other client, and whose advertisements this client checked.
+        self._directory: KeyDirectory | None = None
+        self._approval_keys: dict[int, bytes] = {}
+        self._verified: set[int] = set()
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -457,6 +468,9 @@ class Client:
             "survivor_view": _encode_ids(self._survivor_view),
             "iterate_digest": self._iterate_digest,
             "input": b"" if self._input is None else self._input.astype("<u8").tobytes(),
+            "directory": b"" if self._directory is None else self._directory.entries,
+            "approval_keys": _encode_map(self._approval_keys),
+            "verified": _encode_ids(tuple(sorted(self._verified))),
         }
         states = tuple(ClientState)
         head = _SNAPSHOT_HEADER.pack(_SNAPSHOT_VERSION, states.index(self._state), self.client_id)
@@ -599,9 +613,21 @@ class Client:
             client._iterate_digest = f["iterate_digest"]
             if f["input"]:
                 client._input = config.ring.reduce(np.frombuffer(f["input"], dtype="<u8"))
+            if f["directory"]:
+                client._directory = KeyDirectory(
+                    config.digest, client_id, f["directory"], signed=config.malicious
+                )
+            client._approval_keys = _decode_map(f["approval_keys"], KEY_BYTES)
+            client._verified = set(_decode_ids(f["verified"]))
         except struct.error:
             raise ValueError("corrupt client snapshot: truncated") from None
         except (UnicodeDecodeError, ProtocolError) as error:
+            raise ValueError(f"corrupt client snapshot: {error}") from None
+        except ValueError as error:
+            if "corrupt client snapshot" in str(error) or "unsupported client snapshot" in str(
+                error
+            ):
+                raise
             raise ValueError(f"corrupt client snapshot: {error}") from None
         except TypeError as error:
             if "malicious mode needs" in str(error):
@@ -626,6 +652,7 @@ class Client:
         self._pairwise_keys.clear()
         self._held_seed_shares.clear()
         self._held_key_shares.clear()
+        self._approval_keys.clear()
 
     def _fail(self, exc: ProtocolError) -> ProtocolError:
         self._state = ClientState.ABORTED
@@ -720,6 +747,19 @@ class Client:
         self._directory_ids = ids
         self._neighbors = neighbors
         self._neighbor_keys = {v: ClientKeys(*directory[v][:2]) for v in neighbors}
+        agreed: dict[int, bytes] = {}
+        if self.config.mac_approvals:
+            # One approval key with every client of the directory, for the whole session (the
+            # consistency check of each sum is then HMACs, not signatures). Which of them to
+            # trust is decided when an approval is counted: its advertisement must verify.
+            self._directory = message
+            self._verified = set(neighbors)
+            for w, keys in message.keys().items():
+                if w != self.client_id:
+                    agreed[w] = self._encryption_keys.agree(keys.encryption_key, peer_id=w)
+                    self._approval_keys[w] = approval_key(
+                        agreed[w], session_id=self._session_id, first=self.client_id, second=w
+                    )
         derived = KeystreamRandom(self._round_secret, label=_ROUND_LABEL + self._session_id)
         sums = range(1, self.config.iterations + 1)
         self._self_mask_seeds = [derived.random_bytes(KEY_BYTES) for _ in sums]
@@ -751,7 +791,9 @@ class Client:
             escrows.append((v, b"".join(sealed)))
         ciphertexts = []
         for i, v in enumerate(neighbors):
-            shared = self._encryption_keys.agree(directory[v].encryption_key, peer_id=v)
+            shared = agreed.get(v) or self._encryption_keys.agree(
+                directory[v].encryption_key, peer_id=v
+            )
             send_key = share_encryption_key(
                 shared, session_id=self._session_id, sender=self.client_id, recipient=v
             )
@@ -955,15 +997,19 @@ class Client:
             )
         assert self._identity is not None
         self._survivor_view = tuple(view)
-        signature = self._identity.sign(
-            consistency_message(
-                self._session_id,
-                view,
-                iteration=self._iteration,
-                iterate=self._iterate_digest,
-            )
+        signed = consistency_message(
+            self._session_id, view, iteration=self._iteration, iterate=self._iterate_digest
         )
         self._state = ClientState.AWAITING_UNMASK_REQUEST
+        if self.config.mac_approvals:
+            me = self.client_id
+            approvals = tuple(
+                (w, approval_tag(self._approval_keys[w], signed, approver=me, recipient=w))
+                for w in view
+                if w != me
+            )
+            return [ConsistencySignature(self._session_id, me, b"", self._iteration, approvals)]
+        signature = self._identity.sign(signed)
         return [ConsistencySignature(self._session_id, self.client_id, signature, self._iteration)]
 
     def _check_unmask_lists(self, message: UnmaskRequest) -> None:
@@ -1010,22 +1056,58 @@ class Client:
         )
         store = self._trust_store
         assert store is not None
-        valid: set[int] = set()
-        for signer, signature in message.signatures:
-            if len(valid) >= quorum:
-                break
-            if (
-                signer in members
-                and signer not in valid
-                and store.verify(signer, signed, signature)
-            ):
-                valid.add(signer)
+        if self.config.mac_approvals:
+            valid = self._count_approvals(message, signed, members, quorum)
+        else:
+            valid = set()
+            for signer, signature in message.signatures:
+                if len(valid) >= quorum:
+                    break
+                if (
+                    signer in members
+                    and signer not in valid
+                    and store.verify(signer, signed, signature)
+                ):
+                    valid.add(signer)
         if len(valid) < quorum:
             raise RemoteProtocolError(
                 f"only {len(valid)} valid consistency signatures over this client's survivor "
                 f"set; the quorum is {quorum}",
                 peer_id=SERVER_ID,
             )
+
+    def _count_approvals(
+        self, message: UnmaskRequest, signed: bytes, members: set[int], quorum: int
+    ) -> set[int]:
+        """The members whose MAC approval of ``signed`` this client verifies (itself included:
+        it approved the set), up to the quorum. A tag counts only if its sender's advertisement
+        — hence the key the tag was checked with — is signed by the sender's identity."""
+        me = self.client_id
+        valid = {me}
+        for approver, tag in message.signatures:
+            if len(valid) >= quorum:
+                break
+            key = self._approval_keys.get(approver)
+            if approver not in members or approver in valid or key is None:
+                continue
+            expected = approval_tag(key, signed, approver=approver, recipient=me)
+            if hmac.compare_digest(tag, expected) and self._advertisement_verifies(approver):
+                valid.add(approver)
+        return valid
+
+    def _advertisement_verifies(self, client: int) -> bool:
+        """Whether ``client``'s directory entry is signed by its identity (checked once)."""
+        if client in self._verified:
+            return True
+        assert self._directory is not None and self._trust_store is not None
+        entry = self._directory.lookup([client])[client]
+        signed = advertisement_message(
+            self.config.digest, client, entry.encryption_key, entry.mask_key
+        )
+        if not self._trust_store.verify(client, signed, entry.signature):
+            return False
+        self._verified.add(client)
+        return True
 
     def _on_unmask_request(self, message: Message) -> list[Message]:
         assert isinstance(message, UnmaskRequest)

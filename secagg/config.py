@@ -182,6 +182,24 @@ class SecAggConfig:
         return self.threat_model is ThreatModel.MALICIOUS
 
     @property
+    def mac_approvals(self) -> bool:
+        """Whether the consistency check is approved with pairwise MACs (a malicious-mode session
+        of several sums) rather than Ed25519 signatures (a single sum).
+
+        A session agrees one approval key with every client once (n X25519 and at most n
+        signature checks per client), then each sum costs one HMAC per pair instead of a quorum
+        of Ed25519 verifications per client; a single sum is cheaper with signatures
+        (``secagg/malicious_security.md`` §5).
+
+        Examples
+        --------
+        >>> config = SecAggConfig(dimension=1, threshold=1, round_nonce=bytes(16), iterations=3)
+        >>> config.mac_approvals, config.threat_model.value
+        (True, 'malicious')
+        """
+        return self.malicious and self.iterations > 1
+
+    @property
     def phases(self) -> tuple[Phase, ...]:
         """The phases this round runs."""
         return Phase.of(ThreatModel(self.threat_model))

@@ -222,8 +222,8 @@ class RoundDriver:
             return None
         finally:
             self.wire_seconds[phase.value] += time.perf_counter() - start
-        signed = isinstance(message, ConsistencySignature) or (
-            isinstance(message, AdvertiseKeys) and bool(message.signature)
+        signed = isinstance(message, ConsistencySignature | AdvertiseKeys) and bool(
+            message.signature
         )
         self.signatures += int(signed)
         return message

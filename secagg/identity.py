@@ -12,11 +12,16 @@ adversary this mode defends against.
 
 Signed messages are domain-separated byte strings (see :func:`advertisement_message` and
 :func:`consistency_message`); Ed25519 itself is RFC 8032 (``cryptography``'s OpenSSL binding).
+In a session of several sums the consistency check is approved with pairwise MACs instead of
+signatures (:func:`approval_tag`; ``secagg/malicious_security.md`` §5): keys agreed once per
+session with every client whose signed advertisement checks out, then one HMAC per pair and sum
+instead of a quorum of Ed25519 verifications per client and sum.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import struct
 from collections.abc import Callable, Iterable, Mapping
@@ -34,6 +39,7 @@ __all__ = [
     "IdentityKey",
     "TrustStore",
     "advertisement_message",
+    "approval_tag",
     "consistency_message",
     "generate_identities",
     "iterate_digest",
@@ -45,6 +51,8 @@ SIGNATURE_BYTES = 64
 VERIFY_KEY_BYTES = 32
 _ADVERTISE_DOMAIN = b"secagg-dp/v2/advertise-keys"
 _CONSISTENCY_DOMAIN = b"secagg-dp/v2/consistency"
+_APPROVAL_DOMAIN = b"secagg-dp/v3/approval"
+APPROVAL_TAG_BYTES = 32
 _ITERATE_DOMAIN = b"secagg-dp/v2/iterate"
 _STORE_VERSION = 1
 _MAX_ID = 2**31 - 2
@@ -124,6 +132,27 @@ def consistency_message(
     digest = hashlib.sha256(b"".join(struct.pack(">I", u) for u in ids)).digest()
     header = struct.pack(">HI", iteration, len(ids))
     return _CONSISTENCY_DOMAIN + session_id + header + digest + iterate
+
+
+def approval_tag(key: bytes, message: bytes, *, approver: int, recipient: int) -> bytes:
+    """``approver``'s approval of a :func:`consistency_message`, for ``recipient`` alone:
+    HMAC-SHA256(K, "secagg-dp/v3/approval" ‖ approver ‖ recipient ‖ message), K the pair's
+    approval key (:func:`secagg.keys.approval_key`).
+
+    The MAC form of a consistency signature (sessions of several sums). Only the two clients of
+    the pair hold K, so the server can forge no honest client's approval; naming both ids stops
+    a tag from being reflected back to its sender or passed to a third client. Unlike a
+    signature it convinces only its recipient — which is all the quorum argument needs (each
+    recipient counts its own q approvals; ``secagg/malicious_security.md`` §5).
+
+    Examples
+    --------
+    >>> tag = approval_tag(bytes(32), b"set", approver=1, recipient=2)
+    >>> len(tag), tag == approval_tag(bytes(32), b"set", approver=2, recipient=1)
+    (32, False)
+    """
+    ids = struct.pack(">II", approver, recipient)
+    return hmac.digest(key, _APPROVAL_DOMAIN + ids + message, "sha256")
 
 
 @dataclass(frozen=True, slots=True, repr=False)

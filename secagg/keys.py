@@ -37,6 +37,7 @@ __all__ = [
     "KEY_BYTES",
     "KeyPair",
     "agree",
+    "approval_key",
     "decrypt_shares",
     "encrypt_shares",
     "generate_private_key",
@@ -51,6 +52,7 @@ KEY_BYTES = 32
 _SHARE_INFO = b"secagg-dp/v2/share-encryption"
 _PAIR_SUM_INFO = b"secagg-dp/v3/pair-sum-key"
 _ESCROW_INFO = b"secagg-dp/v3/pair-key-escrow"
+_APPROVAL_INFO = b"secagg-dp/v3/approval-key"
 _SHARE_AAD = b"secagg-dp/v2/shares"
 _NONCE = bytes(12)
 SHARE_PHASE = 1  # the phase number bound into the associated data
@@ -301,3 +303,24 @@ def seal_pair_key(
         recovery_key
     )
     return (int.from_bytes(pair_key, "big") ^ int.from_bytes(pad, "big")).to_bytes(KEY_BYTES, "big")
+
+
+def approval_key(shared_secret: bytes, *, session_id: bytes, first: int, second: int) -> bytes:
+    """The MAC key with which two clients approve survivor sets to each other in a session:
+    HKDF-SHA256(ikm = X25519(c_sk_u, c_pk_v), salt = session_id,
+    info = "secagg-dp/v3/approval-key" ‖ min(u, v) ‖ max(u, v)) — the share-encryption
+    agreement, under another label. Symmetric in the two ids.
+
+    Examples
+    --------
+    >>> k = approval_key(bytes(32), session_id=bytes(32), first=3, second=9)
+    >>> k == approval_key(bytes(32), session_id=bytes(32), first=9, second=3)
+    True
+    """
+    if first == second:
+        raise ValueError(f"an approval key needs two distinct ids; got {first} twice")
+    low, high = sorted((first, second))
+    info = _APPROVAL_INFO + struct.pack(">II", low, high)
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=session_id, info=info).derive(
+        shared_secret
+    )

@@ -536,21 +536,25 @@ class ConsistencyRequest:
 
 @dataclass(frozen=True, slots=True)
 class ConsistencySignature:
-    """Malicious mode, client → server: the client's signature over (session, iteration, U3,
-    the iterate it received)."""
+    """Malicious mode, client → server: the client's approval of (session, iteration, U3, the
+    iterate it received) — one Ed25519 ``signature`` in a single sum, or in a session of several
+    sums ``approvals``: (recipient, 32-byte MAC tag) for every other member of U3
+    (:func:`secagg.identity.approval_tag`)."""
 
     session_id: bytes
     sender: int
     signature: bytes
     iteration: int = 1
+    approvals: tuple[tuple[int, bytes], ...] = ()
 
     message_type = MessageType.CONSISTENCY_SIGNATURE
 
     def __post_init__(self) -> None:
         _check_bytes("session_id", self.session_id, SESSION_ID_BYTES)
         _check_id("sender", self.sender)
-        _check_bytes("signature", self.signature, SIGNATURE_BYTES)
+        _check_optional("signature", self.signature, SIGNATURE_BYTES)
         _check_iteration(self.iteration)
+        _check_blobs("approvals", self.approvals)
 
     @property
     def peer(self) -> int:
@@ -558,7 +562,12 @@ class ConsistencySignature:
         return self.sender
 
     def _body(self) -> bytes:
-        return _U16.pack(self.iteration) + self.signature
+        return (
+            _U16.pack(self.iteration)
+            + _U8.pack(len(self.signature))
+            + self.signature
+            + _encode_blobs(self.approvals)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,7 +577,8 @@ class UnmaskRequest:
     The client answers with the self-mask-seed share of each survivor and the recovery-key share
     of each dropped neighbour (for this sum) — never both for one neighbour. In the malicious
     mode ``signatures`` carries the consistency signatures (id, signature) over the U3 the
-    client signed; the client answers only if a quorum of them verifies.
+    client signed — in a session of several sums, the approvals (id, MAC tag) addressed to this
+    client — and the client answers only if a quorum of them verifies.
     """
 
     session_id: bytes
@@ -848,9 +858,8 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
             message = ConsistencyRequest(session_id, peer, reader.ids(), iteration)
         elif kind is MessageType.CONSISTENCY_SIGNATURE:
             iteration = reader.unpack(_U16)
-            message = ConsistencySignature(
-                session_id, peer, reader.take(SIGNATURE_BYTES), iteration
-            )
+            signature = reader.optional(SIGNATURE_BYTES)
+            message = ConsistencySignature(session_id, peer, signature, iteration, reader.blobs())
         elif kind is MessageType.UNMASK_REQUEST:
             iteration = reader.unpack(_U16)
             message = UnmaskRequest(

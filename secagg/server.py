@@ -47,7 +47,13 @@ from secagg.errors import (
     TooFewSurvivorsError,
 )
 from secagg.graph import CommunicationGraph, build_graph
-from secagg.identity import TrustStore, advertisement_message, consistency_message, iterate_digest
+from secagg.identity import (
+    APPROVAL_TAG_BYTES,
+    TrustStore,
+    advertisement_message,
+    consistency_message,
+    iterate_digest,
+)
 from secagg.keys import KEY_BYTES, is_low_order, seal_pair_key
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
@@ -258,6 +264,7 @@ class Server:
         self._complaints: dict[int, frozenset[int]] = {}
         self._survivor_view: tuple[int, ...] = ()
         self._signatures: dict[int, bytes] = {}
+        self._approvals: dict[int, dict[int, bytes]] = {}  # approver → recipient → MAC tag
         self._requests: dict[int, UnmaskRequest] = {}
         self._responded: set[int] = set()
         self._revealed_seeds: dict[int, bytes] = {}
@@ -636,10 +643,15 @@ class Server:
         assert isinstance(message, ConsistencySignature)
         self._check_sender(message, self._session_id)
         sender = message.sender
+        if self.config.mac_approvals:
+            return self._on_approvals(message)
         if sender in self._signatures:
             if self._signatures[sender] != message.signature:
                 raise self._fault("conflicting second consistency signature", sender)
             return False
+        if not message.signature or message.approvals:
+            self._exclude(sender)
+            raise self._fault("a single sum's consistency check takes a signature", sender)
         assert self._trust_store is not None
         signed = consistency_message(
             self._session_id,
@@ -651,6 +663,31 @@ class Server:
             self._exclude(sender)
             raise self._fault("consistency signature does not verify", sender)
         self._signatures[sender] = message.signature
+        return self._answered(sender)
+
+    def _on_approvals(self, message: ConsistencySignature) -> bool:
+        """A session's approvals: one MAC tag per other survivor. The server holds none of the
+        keys, so it checks only their shape; each recipient verifies its own."""
+        sender = message.sender
+        tags = dict(message.approvals)
+        if sender in self._approvals:
+            if self._approvals[sender] != tags:
+                raise self._fault("conflicting second consistency approval", sender)
+            return False
+        recipients = [w for w, _ in message.approvals]
+        if (
+            message.signature
+            or recipients != sorted(set(recipients))
+            or not set(self._survivor_view).issuperset(recipients)
+            or sender in tags
+            or any(len(tag) != APPROVAL_TAG_BYTES for tag in tags.values())
+        ):
+            self._exclude(sender)
+            raise self._fault(
+                "a session's consistency approval is one 32-byte tag per other survivor", sender
+            )
+        self._approvals[sender] = tags
+        self._signatures[sender] = b""  # an approver (its tags live in _approvals)
         return self._answered(sender)
 
     def _on_unmask_response(self, message: Message) -> bool:
@@ -782,6 +819,7 @@ class Server:
         self._fingerprints = {}
         self._survivor_view = ()
         self._signatures = {}
+        self._approvals = {}
         self._requests = {}
         self._responded = set()
         self._revealed_seeds = {}
@@ -873,7 +911,7 @@ class Server:
                 ConsistencyRequest(self._session_id, u, self._survivor_view, self._iteration)
                 for u in self._survivor_view
             ]
-        return self._unmask_requests(survivors, ())
+        return self._unmask_requests(survivors, lambda u: ())
 
     def _close_consistency(self) -> list[Message]:
         quorum = self.config.consistency_quorum(len(self._keys))
@@ -881,12 +919,23 @@ class Server:
             raise TooFewSurvivorsError(
                 f"only {len(self._signatures)} valid consistency signatures; the quorum is {quorum}"
             )
+        if self.config.mac_approvals:
+            # The server cannot tell a valid tag from a forged one: each recipient gets every
+            # tag addressed to it and counts its own quorum.
+            def certificate(u: int) -> tuple[tuple[int, bytes], ...]:
+                return tuple(
+                    (a, tags[u]) for a, tags in sorted(self._approvals.items()) if u in tags
+                )
+
+            return self._unmask_requests(set(self._signatures), certificate)
         # Exactly a quorum travels with each request: clients verify no more than they must.
-        certificate = tuple(sorted(self._signatures.items())[:quorum])
-        return self._unmask_requests(set(self._signatures), certificate)
+        signatures = tuple(sorted(self._signatures.items())[:quorum])
+        return self._unmask_requests(set(self._signatures), lambda u: signatures)
 
     def _unmask_requests(
-        self, recipients: set[int], signatures: tuple[tuple[int, bytes], ...]
+        self,
+        recipients: set[int],
+        certificate: Callable[[int], tuple[tuple[int, bytes], ...]],
     ) -> list[Message]:
         survivors = self._masked
         dropped = self._members - survivors
@@ -898,7 +947,7 @@ class Server:
                 u,
                 tuple(v for v in neighbors if v in survivors),
                 tuple(v for v in neighbors if v in dropped),
-                signatures,
+                certificate(u),
                 self._iteration,
             )
         self._requests = requests

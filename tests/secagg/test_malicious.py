@@ -27,6 +27,7 @@ from audits.attacks import (
     wrong_shamir_shares,
 )
 from secagg import (
+    Client,
     ClientState,
     ConsistencyRequest,
     EncryptedShares,
@@ -160,6 +161,74 @@ def test_no_split_of_the_survivor_set_unmasks_anyone(
             split_views(game, run_until(game, ConsistencyRequest), victim, set(group_b))
             exposed += honest_inputs_exposed(game.view, game.inputs, game.honest)
     assert exposed == []
+
+
+def _split_a_later_sum(
+    group_b: tuple[int, ...],
+    *,
+    colluders: tuple[int, ...] = (),
+    max_colluding: int | None = None,
+    neighbors: int | None = None,
+    forge: bool = False,
+) -> AdversarialRound:
+    """Sum 1 of a two-sum session runs honestly; in sum 2 (approved with MAC tags, not
+    signatures) the server splits the survivor set around client 1."""
+    game = AdversarialRound(
+        {(r, u): [7 * u + r, u - r] for r in (1, 2) for u in range(1, 8)},
+        threshold=2,
+        neighbors=neighbors,
+        colluding=colluders,
+        max_colluding=len(colluders) if max_colluding is None else max_colluding,
+        iterations=2,
+    )
+    game.run()
+    requests = game.step(game.server.begin_iteration(b"second centre"))
+    assert game.config.mac_approvals and all(isinstance(m, ConsistencyRequest) for m in requests)
+    split_views(game, requests, 1, set(group_b), forge=forge)
+    return game
+
+
+@pytest.mark.parametrize("neighbors", [None, 4])
+@pytest.mark.parametrize("colluders", [(), (6,)])
+def test_no_split_of_a_later_sums_survivor_set_unmasks_anyone(
+    neighbors: int | None, colluders: tuple[int, ...]
+) -> None:
+    # The session form of the test above: the quorum is counted in MAC tags, each recipient
+    # verifying the tags addressed to it; certificates padded with tags nobody gave change
+    # nothing.
+    others = [u for u in range(2, 8) if u not in colluders]
+    exposed: list[int] = []
+    for size in range(len(others) + 1):
+        for group_b in itertools.combinations(others, size):
+            game = _split_a_later_sum(group_b, colluders=colluders, neighbors=neighbors,
+                                      forge=size % 2 == 0)
+            exposed += honest_inputs_exposed(game.view, game.inputs, game.honest)
+    assert exposed == []
+
+
+def test_unverified_approval_tags_would_let_a_split_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The control: a client that counted approval tags without checking them answers a
+    # certificate of forged tags, and the split unmasks the victim's second input.
+    def accept_any(
+        self: Client, message: UnmaskRequest, signed: bytes, members: set[int], quorum: int
+    ) -> set[int]:
+        return {a for a, _ in message.signatures if a in members} | {self.client_id}
+
+    monkeypatch.setattr(Client, "_count_approvals", accept_any)
+    game = _split_a_later_sum((2, 3, 4), forge=True)
+    assert honest_inputs_exposed(game.view, game.inputs, game.honest) == [1]
+
+
+def test_more_colluders_than_configured_break_a_later_sum_too() -> None:
+    # Two colluders approve both views (their tags are valid: they hold their approval keys)
+    # while the quorum was sized for none: the victim's second input leaks.
+    leaks = []
+    for group_b in itertools.combinations([2, 3, 4, 5], 2):
+        game = _split_a_later_sum(group_b, colluders=(6, 7), max_colluding=0)
+        leaks += honest_inputs_exposed(game.view, game.inputs, game.honest)
+    assert 1 in leaks
 
 
 def test_the_quorum_is_what_protects_more_colluders_than_configured_break_it() -> None:

@@ -1,7 +1,8 @@
 """A Hypothesis state machine in which the server is the adversary (malicious mode).
 
 The server may substitute directory entries, show different clients different survivor sets,
-forge unmask requests from whatever signatures it collected (colluders sign anything), ask for
+forge unmask requests from whatever approvals it collected (signatures in a single sum, MAC tags
+in a session — including tags addressed to another client; colluders approve anything), ask for
 both shares, replay messages of an earlier round or an earlier sum, duplicate and reorder. The
 round is a session of one to three sums: between sums the server may show members different
 iterates and readmit clients that dropped, and it may ask for one sum's shares in another's
@@ -40,7 +41,12 @@ from secagg import (
     ServerState,
     UnmaskRequest,
 )
-from secagg.identity import advertisement_message, consistency_message, iterate_digest
+from secagg.identity import (
+    advertisement_message,
+    approval_tag,
+    consistency_message,
+    iterate_digest,
+)
 from secagg.keys import KeyPair
 from secagg.messages import ClientKeys, Message
 
@@ -87,21 +93,28 @@ class MaliciousServerMachine(RuleBasedStateMachine):
         earlier.run()
         self.replayable = earlier.view.sent
         self.pool: list[Message] = self.game.to_server(self.game.start()) or self.game.close()
-        # (session, sum, survivor set, iterate digest) → who signed it.
-        self.signatures: dict[tuple[bytes, int, tuple[int, ...], bytes], dict[int, bytes]] = {}
+        # (session, sum, survivor set, iterate digest) → who approved it: their signatures (one
+        # sum) or MAC tags, one per recipient (a session).
+        self.signatures: dict[
+            tuple[bytes, int, tuple[int, ...], bytes], dict[int, ConsistencySignature]
+        ] = {}
         self.source = KeystreamRandom(seed, label=b"adversary keys")
+        # The colluders' approval keys (a session's MAC keys), kept as they appear.
+        self.colluder_keys: dict[int, dict[int, bytes]] = {u: {} for u in self.game.colluding}
 
     # -- delivery ---------------------------------------------------------------------------
 
     def _deliver(self, message: Message) -> None:
         replies = self.game.to_client(message)
+        for u, keys in self.colluder_keys.items():
+            keys.update(self.game.clients[u]._approval_keys)
         for reply in replies:
             if isinstance(reply, ConsistencySignature):
                 request = message
                 assert isinstance(request, ConsistencyRequest)
                 shown = self._iterate_shown(request.session_id, request.iteration, reply.sender)
                 key = (request.session_id, request.iteration, request.survivors, shown)
-                self.signatures.setdefault(key, {})[reply.sender] = reply.signature
+                self.signatures.setdefault(key, {})[reply.sender] = reply
         self.pool.extend(self.game.to_server(replies))
 
     @precondition(lambda self: self.pool)
@@ -250,13 +263,31 @@ class MaliciousServerMachine(RuleBasedStateMachine):
         views = sorted(key for key in self.signatures if key[:2] == (sid, r))
         signatures: dict[int, bytes] = {}
         if views and data.draw(st.booleans()):
-            # From a survivor set some clients signed (colluders sign it too) ...
+            # From a survivor set some clients approved (colluders approve it too) — the tags
+            # addressed to the recipient, or now and then ones addressed to someone else ...
             key = data.draw(st.sampled_from(views))
             view, shown = key[2], key[3]
-            signatures = dict(self.signatures[key])
+            addressee = recipient
+            if data.draw(st.integers(0, 3)) == 0:
+                addressee = data.draw(st.sampled_from(view))
+            for u, reply in self.signatures[key].items():
+                tags = dict(reply.approvals)
+                if reply.signature or addressee in tags:
+                    signatures[u] = reply.signature or tags[addressee]
             signed = consistency_message(sid, view, iteration=r, iterate=shown)
             for u in self.game.colluding:
-                signatures[u] = self.game.identities[u].sign(signed)
+                approval_keys = self.colluder_keys[u]
+                if not self.game.config.mac_approvals:
+                    signatures[u] = self.game.identities[u].sign(signed)
+                elif recipient in approval_keys:
+                    signatures[u] = approval_tag(
+                        approval_keys[recipient], signed, approver=u, recipient=recipient
+                    )
+            if data.draw(st.integers(0, 3)) == 0:  # ... padded with approvals nobody gave
+                width = 32 if self.game.config.mac_approvals else 64
+                for u in view:
+                    if u not in signatures:
+                        signatures[u] = self.source.random_bytes(width)
             members = set(data.draw(st.sampled_from([view, view[1:], view[:-1]])))
         else:  # ... or any split of the recipient's neighbours
             members = set(data.draw(st.sets(st.sampled_from(senders)))) if senders else set()

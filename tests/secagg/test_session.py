@@ -258,6 +258,20 @@ def test_messages_of_one_sum_are_refused_in_another() -> None:
 # -- the iterate is bound into the sum ------------------------------------------------------------
 
 
+def certificate(
+    approvals: list[ConsistencySignature], recipient: int
+) -> tuple[tuple[int, bytes], ...]:
+    """What a server can put into ``recipient``'s unmask request from these approvals: the
+    signatures (one sum), or the MAC tags addressed to ``recipient`` (a session)."""
+    out = []
+    for reply in sorted(approvals, key=lambda m: m.sender):
+        if reply.signature:
+            out.append((reply.sender, reply.signature))
+        else:
+            out.extend((reply.sender, tag) for w, tag in reply.approvals if w == recipient)
+    return tuple(out)
+
+
 def _split_iterates(game: AdversarialRound, group_b: set[int]) -> dict[str, set[int]]:
     """Run the next sum as an adversary: ``group_b`` is shown iterate B, everyone else A; each
     group gets the consistency signatures of its own group (all it could verify). Returns
@@ -273,13 +287,13 @@ def _split_iterates(game: AdversarialRound, group_b: set[int]) -> dict[str, set[
     game.view.received.extend(masked)
     survivors = tuple(sorted(m.peer for m in masked))
     sid, r = requests[0].session_id, requests[0].iteration  # type: ignore[attr-defined]
-    signatures: dict[str, dict[int, bytes]] = {"a": {}, "b": {}}
+    approvals: dict[str, list[ConsistencySignature]] = {"a": [], "b": []}
     for u in survivors:
         request = ConsistencyRequest(sid, u, survivors, r)
         for reply in game.to_client(request):
             assert isinstance(reply, ConsistencySignature)
             game.view.received.append(reply)
-            signatures[group_of[u]][u] = reply.signature
+            approvals[group_of[u]].append(reply)
     answered: dict[str, set[int]] = {"a": set(), "b": set()}
     for u in survivors:
         mine = neighbours[u]
@@ -288,7 +302,7 @@ def _split_iterates(game: AdversarialRound, group_b: set[int]) -> dict[str, set[
             u,
             tuple(v for v in mine if v in survivors),
             tuple(v for v in mine if v not in survivors),
-            tuple(sorted(signatures[group_of[u]].items())),
+            certificate(approvals[group_of[u]], u),
             r,
         )
         replies = game.to_client(request)
