@@ -918,7 +918,8 @@ class Client:
         ]
         minus: list[bytes] = []
         self._pairwise_keys = {}
-        bound = iterate_digest(iterate) if iterate else b""
+        digest = iterate_digest(iterate)  # hashed once: the iterate may be a whole model
+        bound = digest if iterate else b""
         for v in members:
             kappa = pair_sum_key(
                 self._pair_secrets[v],
@@ -942,7 +943,7 @@ class Client:
         add_masks(masked, ring, add=plus, subtract=minus)
         ring.normalize(masked)
         self._members = members
-        self._iterate_digest = iterate_digest(iterate)
+        self._iterate_digest = digest
         self._state = (
             ClientState.AWAITING_CONSISTENCY_REQUEST
             if self.config.malicious

@@ -279,6 +279,7 @@ class Server:
         self.results: dict[int, SecAggResult] = {}
         self._iteration = 0
         self._iterate = bytes(iterate)
+        self._iterate_digest = b""
         self._members: frozenset[int] = frozenset()
         self._next_members: frozenset[int] = frozenset()
         self.reconstructed_seed_owners: frozenset[int] = frozenset()
@@ -657,7 +658,7 @@ class Server:
             self._session_id,
             self._survivor_view,
             iteration=self._iteration,
-            iterate=iterate_digest(self._iterate),
+            iterate=self._iterate_digest,
         )
         if not self._trust_store.verify(sender, signed, message.signature):
             self._exclude(sender)
@@ -815,6 +816,7 @@ class Server:
     def _open_sum(self) -> None:
         """Reset the per-sum state and open the masked-input phase of the current sum."""
         self._accumulator = self._ring.zeros(self.config.dimension)
+        self._iterate_digest = iterate_digest(self._iterate)  # hashed once per sum
         self._masked = set()
         self._fingerprints = {}
         self._survivor_view = ()
@@ -1066,7 +1068,7 @@ class Server:
                 )
             )
         recovered = set()
-        bound = iterate_digest(self._iterate) if self._iterate else b""
+        bound = self._iterate_digest if self._iterate else b""
         for v in sorted(dropped):
             alive = [u for u in self._neighbors[v] if u in survivors]
             revealed = self._revealed_pairwise.get(v, {})
