@@ -319,7 +319,7 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
             continue
         used = directory_of.get((sid, u))
         members = members_of.get((sid, r, u))
-        if used is None or members is None or message.vector.size != config.dimension:
+        if used is None or members is None or message.vector.size == 0:
             continue
         material = sum_of(sid, r)
         entries = used.keys()
@@ -344,7 +344,13 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
             continue
 
         shown = iterate_of.get((sid, r, u), b"")
-        bound = iterate_digest(shown) if shown else b""
+        # A sum of another length than the configured one binds its length (secagg.client).
+        resized = message.vector.size != config.dimension
+        bound = (
+            iterate_digest(shown, dimension=message.vector.size if resized else None)
+            if shown or resized
+            else b""
+        )
         plus: list[bytes] = []
         minus: list[bytes] = []
         complete = True

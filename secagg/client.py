@@ -312,8 +312,9 @@ class Client:
         return self._iteration
 
     def set_input(self, input_vector: ArrayLike) -> None:
-        """Set the vector to sum (integers in [-M/2, M), length ``config.dimension``): before
-        the first masked-input phase, and in a session again before each further sum.
+        """Set the vector to sum (integers in [-M/2, M)): before the first masked-input phase
+        (length ``config.dimension``), and in a session again before each further sum (the
+        length that sum's :class:`~secagg.messages.IterationRequest` names, checked then).
 
         Raises
         ------
@@ -330,7 +331,8 @@ class Client:
         ):
             raise LocalProtocolError(f"cannot set the input in state {self._state.name}")
         vector = self.config.ring.reduce(input_vector)
-        if vector.size != self.config.dimension:
+        later = self._state is ClientState.AWAITING_ITERATION
+        if vector.size != self.config.dimension and not (later and vector.size > 0):
             raise ValueError(
                 f"input has {vector.size} entries; this round sums vectors of dimension "
                 f"{self.config.dimension}"
@@ -896,6 +898,12 @@ class Client:
                 f"client {self.client_id} has no input for sum {message.iteration}: call "
                 "set_input() first"
             )
+        dimension = message.dimension or self.config.dimension
+        if self._input.size != dimension:
+            raise LocalProtocolError(
+                f"client {self.client_id}'s input has {self._input.size} entries; sum "
+                f"{message.iteration} sums vectors of dimension {dimension}"
+            )
         self._iteration = message.iteration
         return self._mask(members, message.iterate)
 
@@ -918,8 +926,11 @@ class Client:
         ]
         minus: list[bytes] = []
         self._pairwise_keys = {}
-        digest = iterate_digest(iterate)  # hashed once: the iterate may be a whole model
-        bound = digest if iterate else b""
+        # Hashed once (the iterate may be a whole model); a sum of another length than the
+        # session's configured one binds its length too.
+        resized = masked.size != self.config.dimension
+        digest = iterate_digest(iterate, dimension=masked.size if resized else None)
+        bound = digest if iterate or resized else b""
         for v in members:
             kappa = pair_sum_key(
                 self._pair_secrets[v],

@@ -85,15 +85,22 @@ def advertisement_message(
     )
 
 
-def iterate_digest(iterate: bytes) -> bytes:
+def iterate_digest(iterate: bytes, *, dimension: int | None = None) -> bytes:
     """SHA-256 of what the server broadcast for one sum (domain-separated).
+
+    ``dimension``: the sum's vector length, when it differs from the session's configured one
+    (a session summing vectors of several lengths) — bound too, so clients asked for sums of
+    different lengths mask for different sums.
 
     Examples
     --------
     >>> len(iterate_digest(b"centre"))
     32
+    >>> iterate_digest(b"centre") == iterate_digest(b"centre", dimension=3)
+    False
     """
-    return hashlib.sha256(_ITERATE_DOMAIN + iterate).digest()
+    layout = b"" if dimension is None else b"dimension" + struct.pack(">Q", dimension)
+    return hashlib.sha256(_ITERATE_DOMAIN + layout + iterate).digest()
 
 
 EMPTY_ITERATE = iterate_digest(b"")

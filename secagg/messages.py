@@ -55,6 +55,7 @@ MASK_KEY_BYTES = 16
 MAX_ITERATIONS = 255  # secure sums one session may run
 MAX_ITERATE_BYTES = 1 << 28  # the server's broadcast per iteration (a model, a centre)
 MAX_ID = 2**31 - 2  # ids are Shamir evaluation points below the prime 2^31 − 1
+MAX_DIMENSION = 2**40  # entries of one summed vector (SecAggConfig's bound)
 _HEADER = struct.Struct("<BB32sI")
 _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")
@@ -417,13 +418,18 @@ class ForwardedShares:
 @dataclass(frozen=True, slots=True)
 class IterationRequest:
     """Session, server → client: start sum ``iteration`` (≥ 2) over the ``members`` — the
-    recipient's neighbours still in the session — with the server's broadcast ``iterate``."""
+    recipient's neighbours still in the session — with the server's broadcast ``iterate``.
+
+    ``dimension`` is the length of this sum's vectors; 0 means the session's configured
+    dimension (a session may sum vectors of different lengths, e.g. a count, then a model).
+    """
 
     session_id: bytes
     recipient: int
     iteration: int
     members: tuple[int, ...]
     iterate: bytes = b""
+    dimension: int = 0
 
     message_type = MessageType.ITERATION_REQUEST
 
@@ -433,6 +439,10 @@ class IterationRequest:
         _check_iteration(self.iteration)
         _check_id_list("members", self.members)
         _check_iterate(self.iterate)
+        if isinstance(self.dimension, bool) or not isinstance(self.dimension, int):
+            raise TypeError(f"dimension must be an int; got {type(self.dimension).__name__}")
+        if not 0 <= self.dimension <= MAX_DIMENSION:
+            raise ValueError(f"dimension must lie in [0, 2^40]; got {self.dimension}")
 
     @property
     def peer(self) -> int:
@@ -445,6 +455,7 @@ class IterationRequest:
             + _encode_ids(self.members)
             + _U32.pack(len(self.iterate))
             + self.iterate
+            + _U64.pack(self.dimension)
         )
 
 
@@ -840,7 +851,10 @@ def decode_message(data: bytes | bytearray | memoryview, *, peer_id: int | None 
             message = ForwardedShares(session_id, peer, reader.blobs(), reader.sized())
         elif kind is MessageType.ITERATION_REQUEST:
             iteration = reader.unpack(_U16)
-            message = IterationRequest(session_id, peer, iteration, reader.ids(), reader.sized())
+            members, iterate = reader.ids(), reader.sized()
+            message = IterationRequest(
+                session_id, peer, iteration, members, iterate, reader.unpack(_U64)
+            )
         elif kind is MessageType.MASKED_INPUT:
             iteration = reader.unpack(_U16)
             bits = reader.unpack(_U8)

@@ -314,29 +314,42 @@ def _check_inputs(
     inputs: Sequence[ArrayLike] | NDArray[np.integer],
     n: int,
     config: SecAggConfig,
-    members: Iterable[int],
-) -> None:
-    """Validate every member's input before any cryptography runs. Inputs are only indexed,
-    never copied into a list; a :class:`LazyInputs` is not read here (only its length and
-    dimension are checked): each of its rows is built once, when its client masks it."""
+    members: Sequence[int],
+    *,
+    first: bool,
+) -> int:
+    """Validate every member's input before any cryptography runs; return the sum's dimension
+    (the configured one for a session's first sum; a later sum may have its own). Inputs are
+    only indexed, never copied into a list; a :class:`LazyInputs` is not read here (only its
+    length and dimension are checked): each of its rows is built once, when its client masks
+    it."""
     if isinstance(inputs, np.ndarray) and inputs.ndim != 2:
         raise ValueError(f"an input array must be 2-D (clients × dimension); got {inputs.shape}")
     if len(inputs) != n:
         raise ValueError(f"expected one input per client ({n}); got {len(inputs)}")
     if isinstance(inputs, LazyInputs):
-        if inputs.dimension != config.dimension:
-            raise ValueError(
-                f"the lazy inputs have dimension {inputs.dimension}; this session sums vectors "
-                f"of dimension {config.dimension}"
-            )
-        return
+        dimension = inputs.dimension
+    elif isinstance(inputs, np.ndarray):
+        dimension = int(inputs.shape[1])
+    else:
+        dimension = int(np.size(inputs[members[0]])) if members else config.dimension
+    if dimension < 1 or (first and dimension != config.dimension):
+        raise ValueError(
+            f"the inputs have dimension {dimension}; this session's first sum sums vectors of "
+            f"dimension {config.dimension}"
+            if first
+            else f"the inputs have dimension {dimension}; a sum needs at least one entry"
+        )
+    if isinstance(inputs, LazyInputs):
+        return dimension
     for i in members:
         vector = config.ring.check(inputs[i])
-        if vector.size != config.dimension:
+        if vector.size != dimension:
             raise ValueError(
-                f"input {i} has shape {vector.shape}; every input must be 1-D of length "
-                f"{config.dimension}"
+                f"input {i} has shape {vector.shape}; every input of this sum must be 1-D of "
+                f"length {dimension}"
             )
+    return dimension
 
 
 def _give_input(
@@ -485,7 +498,9 @@ class Session:
         Parameters
         ----------
         inputs
-            One integer vector per client (indexed by client; non-members' are not read).
+            One integer vector per client (indexed by client; non-members' are not read). The
+            first sum's have the session's ``dimension``; a later sum's may have any one
+            length (bound into that sum).
         iterate
             What the server broadcasts for this sum (bytes; bound into it in the malicious
             mode).
@@ -529,7 +544,7 @@ class Session:
         members = self.members
         masking = PHASES.index(Phase.MASKED_INPUT.value)
         senders = [i for i in members if PHASES.index(drop_phase.get(i, "unmask")) > masking]
-        _check_inputs(inputs, self.num_clients, self.config, senders)
+        dimension = _check_inputs(inputs, self.num_clients, self.config, senders, first=first)
         ids = list(range(1, self.num_clients + 1))
 
         def gone(u: int, phase: str) -> bool:
@@ -563,7 +578,9 @@ class Session:
             assert server is not None
             driver.client_of = {u: u for u in ids}
             start = time.perf_counter()
-            outbox = server.begin_iteration(iterate, min_inputs=self.min_inputs)
+            outbox = server.begin_iteration(
+                iterate, min_inputs=self.min_inputs, dimension=dimension
+            )
             driver.server_seconds[phases[0]] += time.perf_counter() - start
             driver.run(server, outbox, [Phase(p) for p in phases])
         server = self._server

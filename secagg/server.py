@@ -58,6 +58,7 @@ from secagg.keys import KEY_BYTES, is_low_order, seal_pair_key
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     MASK_KEY_BYTES,
+    MAX_DIMENSION,
     SEED_BYTES,
     AdvertiseKeys,
     ClientKeys,
@@ -258,9 +259,9 @@ class Server:
         self._masked: set[int] = set()
         self._fingerprints: dict[int, bytes] = {}
         source = random_source if random_source is not None else KeystreamRandom()
-        self._positions = (
-            source.uint64(_FINGERPRINT_POSITIONS) % np.uint64(config.dimension)
-        ).astype(np.intp)
+        self._fingerprint_draws = source.uint64(_FINGERPRINT_POSITIONS)
+        self._dimension = config.dimension  # of the sum in progress
+        self._positions = (self._fingerprint_draws % np.uint64(self._dimension)).astype(np.intp)
         self._complaints: dict[int, frozenset[int]] = {}
         self._survivor_view: tuple[int, ...] = ()
         self._signatures: dict[int, bytes] = {}
@@ -347,7 +348,7 @@ class Server:
         return min_inputs
 
     def begin_iteration(
-        self, iterate: bytes = b"", *, min_inputs: int | None = None
+        self, iterate: bytes = b"", *, min_inputs: int | None = None, dimension: int | None = None
     ) -> list[Message]:
         """Start the session's next sum with the broadcast ``iterate`` (a model, a centre).
 
@@ -355,6 +356,8 @@ class Server:
         and answered its unmask request), peeled so each keeps t members among its neighbours.
         ``min_inputs`` (``None``: unchanged) is this and later sums' least number of masked
         inputs to unmask (a noisy release is withheld below the survivors it was planned for).
+        ``dimension`` is this sum's vector length (``None``: the configured one); a length other
+        than the configured one is bound into the sum like the iterate.
 
         Returns
         -------
@@ -375,7 +378,13 @@ class Server:
             raise TypeError(f"iterate must be bytes; got {type(iterate).__name__}")
         if min_inputs is not None:
             self.min_inputs = self._checked_min_inputs(min_inputs, len(self.client_ids))
-        return self._guarded(lambda: self._start_iteration(iterate))
+        if dimension is None:
+            dimension = self.config.dimension
+        if isinstance(dimension, bool) or not isinstance(dimension, int):
+            raise TypeError(f"dimension must be an int; got {type(dimension).__name__}")
+        if not 1 <= dimension <= MAX_DIMENSION:
+            raise ValueError(f"dimension must lie in [1, 2^40]; got {dimension}")
+        return self._guarded(lambda: self._start_iteration(iterate, dimension))
 
     def end_session(self) -> None:
         """Finish a session before its last planned sum (nothing more will be summed)."""
@@ -607,7 +616,7 @@ class Server:
         self._check_sender(message, self._session_id)
         sender = message.sender
         if sender in self._masked:
-            if message.vector.size == self.config.dimension and (
+            if message.vector.size == self._dimension and (
                 self._fingerprint(message) == self._fingerprints[sender]
             ):
                 logger.debug("duplicate masked input from %d ignored", sender)
@@ -617,7 +626,7 @@ class Server:
         if message.modulus_bits != self.config.modulus_bits:
             self._exclude(sender)
             raise self._fault(f"masked input over 2^{message.modulus_bits}", sender)
-        if message.vector.size != self.config.dimension:
+        if message.vector.size != self._dimension:
             self._exclude(sender)
             raise self._fault(f"masked input of dimension {message.vector.size}", sender)
         neighbors = set(self._neighbors[sender])
@@ -815,8 +824,12 @@ class Server:
 
     def _open_sum(self) -> None:
         """Reset the per-sum state and open the masked-input phase of the current sum."""
-        self._accumulator = self._ring.zeros(self.config.dimension)
-        self._iterate_digest = iterate_digest(self._iterate)  # hashed once per sum
+        self._accumulator = self._ring.zeros(self._dimension)
+        self._positions = (self._fingerprint_draws % np.uint64(self._dimension)).astype(np.intp)
+        resized = self._dimension != self.config.dimension
+        self._iterate_digest = iterate_digest(  # hashed once per sum
+            self._iterate, dimension=self._dimension if resized else None
+        )
         self._masked = set()
         self._fingerprints = {}
         self._survivor_view = ()
@@ -832,7 +845,7 @@ class Server:
         self.reconstructed_key_owners = frozenset()
         self._open_phase(ServerState.COLLECTING_MASKED_INPUTS, self._members)
 
-    def _start_iteration(self, iterate: bytes) -> list[Message]:
+    def _start_iteration(self, iterate: bytes, dimension: int) -> list[Message]:
         r = self._iteration + 1
         if r > self.config.iterations:
             raise LocalProtocolError(f"the session has run all its {self.config.iterations} sums")
@@ -859,7 +872,9 @@ class Server:
                 )
         self._iteration = r
         self._iterate = iterate
+        self._dimension = dimension
         self._members = frozenset(members)
+        wire_dimension = 0 if dimension == self.config.dimension else dimension
         messages: list[Message] = [
             IterationRequest(
                 self._session_id,
@@ -867,6 +882,7 @@ class Server:
                 r,
                 tuple(v for v in self._neighbors[u] if v in members),
                 iterate,
+                wire_dimension,
             )
             for u in sorted(members)
         ]
@@ -1068,7 +1084,8 @@ class Server:
                 )
             )
         recovered = set()
-        bound = self._iterate_digest if self._iterate else b""
+        resized = self._dimension != self.config.dimension
+        bound = self._iterate_digest if self._iterate or resized else b""
         for v in sorted(dropped):
             alive = [u for u in self._neighbors[v] if u in survivors]
             revealed = self._revealed_pairwise.get(v, {})

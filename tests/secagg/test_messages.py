@@ -81,7 +81,9 @@ messages = st.one_of(
     directories(),
     share_messages(),
     st.builds(ForwardedShares, session, ids, blobs, iterate),
-    st.builds(IterationRequest, session, ids, iterations, id_lists, iterate),
+    st.builds(
+        IterationRequest, session, ids, iterations, id_lists, iterate, st.integers(0, 2**40)
+    ),
     masked_inputs(),
     st.builds(ConsistencyRequest, session, ids, id_lists, iterations),
     st.builds(ConsistencySignature, session, ids, st.binary(min_size=64, max_size=64), iterations),

@@ -159,6 +159,65 @@ def test_a_further_sum_runs_no_key_agreement(
     assert second.total.tolist() == [n - 1] * d and third.total.tolist() == [2 * (n - 1)] * d
 
 
+@pytest.mark.parametrize("threat_model", ["malicious", "semi-honest"])
+def test_a_session_sums_vectors_of_different_lengths(threat_model: str) -> None:
+    # A count, then a model, then a histogram: one key setup for all three.
+    n = 7
+    session = Session(n, 4, iterations=3, threshold=3, seed=2, threat_model=threat_model)
+    rng = np.random.default_rng(0)
+    first = rng.integers(-50, 50, size=(n, 4))
+    second = rng.integers(-50, 50, size=(n, 1))
+    third = rng.integers(-50, 50, size=(n, 9))
+    one = session.sum(first)
+    two = session.sum(second, iterate=b"count", dropouts={"masked_input": [5]})
+    three = session.sum(third, iterate=b"histogram", dropouts={"unmask": [0]})
+    assert one.centered().tolist() == first.sum(axis=0).tolist()
+    assert two.centered().tolist() == np.delete(second, 5, axis=0).sum(axis=0).tolist()
+    assert three.centered().tolist() == np.delete(third, 5, axis=0).sum(axis=0).tolist()
+    with pytest.raises(ValueError, match="first sum sums vectors of dimension 4"):
+        Session(n, 4, iterations=2, seed=2).sum(second)
+
+
+def test_clients_shown_different_lengths_mask_for_different_sums() -> None:
+    # The length of a sum is bound like its iterate: a server that asks one client for a
+    # three-entry sum and the others for one gets no sum of a common prefix — the victim's
+    # pairwise keys (hence masks) match no neighbour's.
+    n, victim = 6, 2
+    inputs = {(r, u): [u, 2 * u, 3 * u] if r == 1 else [5 * u] for r in (1, 2) for u in range(1, 7)}
+    inputs[(2, victim)] = [5 * victim, 0, 0]  # what the victim computes for a 3-entry request
+    game = AdversarialRound(
+        inputs,
+        threshold=2,
+        iterations=2,
+        seed=3,
+        threat_model="semi-honest",
+    )
+    game.run()
+    requests = game.server.begin_iteration(b"count", dimension=1)
+    shown = [
+        m if m.peer != victim else dataclasses.replace(m, dimension=3)  # type: ignore[arg-type]
+        for m in requests
+    ]
+    masked = [r for m in shown for r in game.to_client(m)]
+    assert len(masked) == n
+    keys = {u: game.clients[u]._pairwise_keys for u in range(1, n + 1)}
+    for v, key in keys[victim].items():
+        assert key != keys[v][victim]
+    others = [u for u in range(1, n + 1) if u != victim]
+    assert all(keys[u][v] == keys[v][u] for u in others for v in keys[u] if v != victim)
+    assert exposed(game) == set()
+
+
+def test_an_input_of_the_wrong_length_for_the_sum_is_refused_locally() -> None:
+    session = Session(4, 2, iterations=2, seed=1, threat_model="semi-honest")
+    session.sum([[1, 2]] * 4)
+    client = session._clients[1]
+    client.set_input([1, 2, 3])
+    request = session._server.begin_iteration(b"", dimension=1)[0]  # type: ignore[union-attr]
+    with pytest.raises(LocalProtocolError, match="3 entries; sum 2 sums vectors of dimension 1"):
+        client.receive(request)
+
+
 def test_bad_calls_are_refused_clearly() -> None:
     with pytest.raises(ValueError, match="iterations"):
         Session(4, 2, iterations=0)
