@@ -51,6 +51,7 @@ from dpquantile.pmf import (
 )
 from dpquantile.quantile import (
     QuantileResult,
+    SumRunner,
     dp_quantile,
     histogram_sensitivities,
     quantile_mechanism,
@@ -95,6 +96,7 @@ __all__ = [
     "QuantileReader",
     "QuantileResult",
     "SelfComposedEvent",
+    "SumRunner",
     "ZCDPAccountant",
     "add_discrete_gaussian_noise",
     "discrete_gaussian_pmf",

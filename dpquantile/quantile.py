@@ -37,6 +37,7 @@ from secagg.runner import summed_clients
 
 __all__ = [
     "QuantileResult",
+    "SumRunner",
     "dp_quantile",
     "histogram_sensitivities",
     "quantile_mechanism",
@@ -51,6 +52,15 @@ Adjacency = Neighbouring  # the neighbouring relation of the histogram's guarant
 Sampler = Literal["fast", "exact"]
 
 _MIN_GRID_SIGMA = 2.0  # per-client σ in grid units where KLS21's τ is negligible (τ < 1e-7)
+
+SumRunner = Callable[
+    [LazyInputs, Mapping[str, Iterable[int]] | None, int], tuple[NDArray[np.int64], int]
+]
+"""Runs the histogram's sum elsewhere — for example as one sum of a longer session
+(:meth:`protocols.aggregation.SecureAverageSession.sum_vectors`): called with the clients' lazy
+ring vectors, the dropouts and the least number of inputs to release (fewer must raise
+:class:`secagg.TooFewSurvivorsError` with nothing released); returns the total modulo 2^b as
+centred integers and the number of clients in it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +303,7 @@ def dp_quantile(
     progress: Callable[[str, int, int], None] | None = None,
     budget: PrivacyBudget | None = None,
     reader: QuantileReader = "first",
+    sum_runner: SumRunner | None = None,
 ) -> QuantileResult:
     """The q-quantile of the clients' values under ρ-zCDP, through the secure sum.
 
@@ -356,6 +367,10 @@ def dp_quantile(
         drawn (:class:`~dpquantile.BudgetExceededError` leaves it and the clients untouched).
         It is charged the planned survivors' event, and the release is then withheld below
         them (``refuse_shortfall`` is implied), so what is charged bounds what is released.
+    sum_runner
+        Run the histogram's sum with this :data:`SumRunner` (one sum of a caller's session,
+        which fixes the ring: give its ``modulus_bits``) instead of a secure sum of its own;
+        ``secure``, ``neighbors``, ``threshold`` and ``progress`` are then the session's.
 
     Returns
     -------
@@ -423,13 +438,15 @@ def dp_quantile(
             "use a smaller rho (epsilon)",
             required_bits=needed,
         )
+    if sum_runner is not None and modulus_bits is None:
+        raise ValueError("a sum_runner sums in its session's ring: give its modulus_bits")
     bits = needed if modulus_bits is None else int(modulus_bits)
     check_headroom(n, scale, bits, noise_bound)
 
     root = KeystreamRandom(seed, label=b"dpquantile/quantile")
     vectors = _NoisyVectors(bin_index, tree, mechanism, noise, root=root, scale=scale)
     session: Session | None = None
-    if secure:
+    if secure and sum_runner is None:
         if neighbors == "auto":
             try:
                 params = secagg_plus_parameters(n)
@@ -453,7 +470,9 @@ def dp_quantile(
     parse_dropouts(dropouts, n)  # validated now: a bad dropout spec must cost no budget
     if budget is not None:
         budget.spend(noise.worst_case_event(n))  # before any client draws its noise
-    if session is not None:
+    if sum_runner is not None:
+        released, survivors = sum_runner(vectors, dropouts, planned if refuse_shortfall else 1)
+    elif session is not None:
         summed = session.sum(vectors, dropouts=dropouts)
         released = summed.centered()
         survivors = len(summed.survivors)

@@ -234,10 +234,7 @@ class WeiszfeldRule:
     def plan(self, transcript: tuple[ServerView, ...]) -> CallPlan | None:
         """Server half: stop, or broadcast zₖ, ν and the public caps of call k + 1."""
         if not transcript:
-            # Every call carries one extra, so all of them fit one session (one key setup):
-            # call 0's is Σαᵢ‖wᵢ‖² when ν must be raised for privacy, else a zero placeholder.
-            spread = self.max_effective_weight is not None
-            bounds = (self.weight_cap * self.clip ** (2 if spread else 1),)
+            bounds = () if self.max_effective_weight is None else (self.weight_cap * self.clip**2,)
             floor = self.weight_cap if self.uniform else None
             return CallPlan(0, weight_cap=self.weight_cap, extra_bounds=bounds, weight_floor=floor)
         steps = len(transcript) - 1
@@ -261,7 +258,7 @@ class WeiszfeldRule:
         alpha = self.weights
         if plan.previous is None:
             if self.max_effective_weight is None:
-                return Contributions(alpha.copy(), np.zeros((alpha.size, 1)))
+                return Contributions(alpha.copy())
             return Contributions(alpha.copy(), (alpha * row_norms(vectors) ** 2)[:, None])
         distances = _distances_to(vectors, plan.previous.average)
         nu = plan.parameters["smoothing"]

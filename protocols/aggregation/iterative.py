@@ -479,9 +479,9 @@ def run_iterative_aggregate(
     dropouts
         Call index → the ``dropouts`` mapping of that call's secure sum.
     session_sums
-        Averages per session (``None``: ``max_calls``, else 8). A rule that needs more calls,
-        or changes the dimension d + 1 + k, continues in a new session (a new key setup, every
-        client back in); ``1`` gives the per-sum path, one full round per average.
+        Averages per session (``None``: ``max_calls``, else 8; the calls may differ in
+        dimension d + 1 + k). A rule that needs more calls continues in a new session (a new key
+        setup, every client back in); ``1`` gives the per-sum path, one full round per average.
     budget
         With ``settings.noise``: a :class:`~dpquantile.PrivacyBudget` each average spends its
         worst-case event from before its noise is drawn (a call the budget cannot pay for raises
@@ -540,8 +540,7 @@ def run_iterative_aggregate(
         call_seed = None
         if root is not None:
             call_seed = root.derive_seed(b"call/%d" % plan.index)
-        width = matrix.shape[1] + 1 + len(plan.extra_bounds)
-        if session is None or session.remaining == 0 or session.dimension not in (None, width):
+        if session is None or session.remaining == 0:
             session_seed = None
             if root is not None:
                 label = b"session/%d" % sessions

@@ -611,6 +611,19 @@ def _client_row(
     return values
 
 
+class _ByClient(LazyInputs):
+    """Rows built for some clients, indexed by the session's client index (the others are
+    never read: they are gone before their masked input)."""
+
+    def __init__(self, rows: LazyInputs, clients: Sequence[int], num_clients: int) -> None:
+        super().__init__(num_clients, rows.dimension)
+        self._rows = rows
+        self._local = {int(c): j for j, c in enumerate(clients)}
+
+    def row(self, index: int) -> NDArray[np.integer]:
+        return self._rows[self._local[index]]
+
+
 class _RingInputs(LazyInputs):
     """The participants' ring vectors, built when the runner reads them (O(d) memory, not
     O(n·d)); the runner reads each client's row once per secure sum."""
@@ -1150,7 +1163,7 @@ class SecureAverageSession:
 
     @property
     def dimension(self) -> int | None:
-        """d + 1 + k of the session's averages (``None`` before the first)."""
+        """d + 1 + k of the session's latest average (``None`` before the first)."""
         return self._dimension
 
     @property
@@ -1171,11 +1184,15 @@ class SecureAverageSession:
         iterate: bytes = b"",
         budget: PrivacyBudget | None = None,
         weight_floor: float | None = None,
+        settings: AverageSettings | None = None,
     ) -> AverageResult:
         """The session's next secure average (arguments as for :func:`secure_weighted_average`).
 
-        Every average of a session must have the same dimension d + 1 + k. Dropouts at a key
-        phase (``advertise_keys``, ``share_keys``) after the first average mean the client is gone
+        The averages of a session may differ in dimension d + 1 + k (a one-entry count, then a
+        model) and, through ``settings`` (``None``: the session's), in clip, noise and
+        denominator — not in what the key setup fixed: the ring (``bits``), the graph
+        (``neighbors``, ``threshold``) and the threat model. Dropouts at a key phase
+        (``advertise_keys``, ``share_keys``) after the first average mean the client is gone
         before its masked input. With ``budget`` (noise only), the average's worst-case event is
         spent before any noise is drawn, and fewer masked inputs than the noise was planned for
         abort the session with nothing released.
@@ -1186,13 +1203,27 @@ class SecureAverageSession:
             If the session has no average left or aborted.
         secagg.TooFewSurvivorsError
             If too few members remain; the session aborts.
+        ValueError
+            If ``settings`` change the ring, the graph or the threat model.
         """
         if not isinstance(iterate, bytes):
             raise TypeError(f"iterate must be bytes; got {type(iterate).__name__}")
+        if settings is None:
+            settings = self.settings
+        elif not isinstance(settings, AverageSettings):
+            raise TypeError(f"settings must be AverageSettings; got {type(settings).__name__}")
+        else:
+            fixed = ("bits", "neighbors", "threshold", "threat_model")
+            changed = [f for f in fixed if getattr(settings, f) != getattr(self.settings, f)]
+            if changed:
+                raise ValueError(
+                    f"an average of a session cannot change what its key setup fixed: "
+                    f"{', '.join(changed)}"
+                )
         return _run(
             vectors,
             weights,
-            settings=self.settings,
+            settings=settings,
             weight_cap=weight_cap,
             extras=extras,
             extra_bounds=extra_bounds,
@@ -1205,6 +1236,87 @@ class SecureAverageSession:
             weight_floor=weight_floor,
         )
 
+    def sum_vectors(
+        self,
+        vectors: LazyInputs,
+        dropouts: Mapping[str, Iterable[int]] | None = None,
+        min_inputs: int = 1,
+        *,
+        participants: Sequence[int] | None = None,
+        iterate: bytes = b"",
+    ) -> tuple[NDArray[np.int64], int]:
+        """The session's next sum of ring vectors built elsewhere (a DP histogram): a
+        :data:`dpquantile.SumRunner`, so :func:`dpquantile.dp_quantile` can run its histogram as
+        one sum of this session, keys shared with the averages around it.
+
+        Parameters
+        ----------
+        vectors
+            One lazy integer vector per participant (their ring is the session's ``bits``).
+        dropouts
+            Phase → indices into ``vectors`` (as :func:`secagg.secure_sum`).
+        min_inputs
+            Fewer clients in the total abort the session with nothing released.
+        participants
+            The session's client index of each row of ``vectors`` (default: all, in order);
+            the session's other members count as gone before their masked input.
+        iterate
+            What the server broadcasts for this sum (its public parameters).
+
+        Returns
+        -------
+        (ndarray, int)
+            The total modulo 2^bits as centred integers, and how many clients are in it.
+
+        Raises
+        ------
+        secagg.LocalProtocolError
+            If the session has no sum left or aborted.
+        secagg.TooFewSurvivorsError
+            If too few clients remain or fewer than ``min_inputs`` are in the total; the
+            session aborts with nothing released.
+
+        Examples
+        --------
+        >>> from secagg import LazyInputs
+        >>> class Counts(LazyInputs):
+        ...     def row(self, index):
+        ...         return np.array([1, index], dtype=np.int64)
+        >>> session = SecureAverageSession(4, sums=2, settings=AverageSettings(clip=1.0), seed=0)
+        >>> total, count = session.sum_vectors(Counts(4, 2), {"masked_input": [3]})
+        >>> total.tolist(), count, session.members
+        ([3, 3], 3, (0, 1, 2))
+        """
+        if not isinstance(vectors, LazyInputs):
+            raise TypeError(f"vectors must be LazyInputs; got {type(vectors).__name__}")
+        if self._aborted is not None:
+            raise LocalProtocolError(f"the session aborted: {self._aborted}")
+        if self._done >= self.sums:
+            raise LocalProtocolError(f"the session has run all its {self.sums} averages")
+        rows = list(range(self.num_clients)) if participants is None else list(participants)
+        if len(rows) != len(vectors) or len(set(rows)) != len(rows):
+            raise ValueError(
+                f"participants must name {len(vectors)} distinct clients, one per vector"
+            )
+        if any(not 0 <= c < self.num_clients for c in rows):
+            raise ValueError(f"participants must lie in [0, {self.num_clients})")
+        local = parse_dropouts(dropouts, len(vectors))
+        phase_of = {rows[j]: phase for j, phase in local.items()}
+        session_dropouts = self._dropouts(phase_of, set(rows) & self._members)
+        self._dimension = self._wire = vectors.dimension
+        by_client = _ByClient(vectors, rows, self.num_clients)
+        summed, result = self._sum(
+            by_client if self.secure else None, session_dropouts, iterate, min_inputs
+        )
+        if result is not None:
+            return result.centered(), len(summed)
+        ring = Ring(self.settings.bits)
+        total = ring.zeros(vectors.dimension)
+        for client in summed:
+            np.add(total, ring.reduce(by_client[client]), out=total)
+        ring.normalize(total)
+        return ring.centered(total), len(summed)
+
     # -- hooks used by _run -----------------------------------------------------------------
 
     def _check_call(self, num_clients: int, dimension: int, wire: int) -> None:
@@ -1215,11 +1327,6 @@ class SecureAverageSession:
         if num_clients != self.num_clients:
             raise ValueError(
                 f"the session has {self.num_clients} clients; this average has {num_clients}"
-            )
-        if self._dimension is not None and dimension != self._dimension:
-            raise ValueError(
-                f"every average of a session has the same dimension (d + 1 + extras = "
-                f"{self._dimension}); this one has {dimension}"
             )
         self._dimension = dimension
         self._wire = wire

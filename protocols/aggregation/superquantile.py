@@ -42,10 +42,11 @@ from protocols.aggregation.secure_average import (
     AverageResult,
     AverageSettings,
     EffectiveWeightError,
+    SecureAverageSession,
     ZeroWeightSumError,
     secure_weighted_average,
 )
-from secagg import KeystreamRandom, TooFewSurvivorsError
+from secagg import HeadroomError, KeystreamRandom, LazyInputs, TooFewSurvivorsError
 from secagg.validation import check_fraction, check_int, check_positive, check_real, check_seed
 
 __all__ = [
@@ -354,6 +355,7 @@ def superquantile_aggregate(
     empty_tail: EmptyTailPolicy = "all",
     budget: PrivacyBudget | None = None,
     threshold: float | None = None,
+    session: SecureAverageSession | None = None,
 ) -> SuperquantileResult:
     """Δ-FL's aggregation: the (1 − θ)-quantile Q̂ of the losses, then a secure average of the tail.
 
@@ -398,6 +400,12 @@ def superquantile_aggregate(
     threshold
         A public threshold fixed before the round (e.g. :class:`QuantileTracker`'s): no quantile
         is estimated or released, the tail is the clients with loss ≥ ``threshold``.
+    session
+        Run the round's secure sums — the DP quantile's histogram and the tail average — as
+        sums of this :class:`SecureAverageSession` of the round's clients (one key setup for
+        all; a client that does not complete the histogram is out of the average). Its ring,
+        graph, threat model and ``secure`` are the round's; a histogram that needs a wider ring
+        than the session's runs as a secure sum of its own.
 
     Returns
     -------
@@ -455,6 +463,16 @@ def superquantile_aggregate(
             )
     matrix = as_matrix(vectors)
     m = matrix.shape[0]
+    if session is not None:
+        if not isinstance(session, SecureAverageSession):
+            raise TypeError(
+                f"session must be a SecureAverageSession; got {type(session).__name__}"
+            )
+        if session.num_clients != m or session.secure != secure:
+            raise ValueError(
+                f"the session has {session.num_clients} clients (secure={session.secure}); this "
+                f"round has {m} (secure={secure})"
+            )
     alpha = np.asarray(weights, dtype=np.float64)
     values = np.asarray(losses, dtype=np.float64)
     if alpha.shape != (m,) or values.shape != (m,):
@@ -483,6 +501,20 @@ def superquantile_aggregate(
     local_dropouts = _local_dropouts(dropouts, local_of)
 
     def average(beta: NDArray[np.float64], *, plain_event_only: bool = False) -> AverageResult:
+        if session is not None and not plain_event_only:
+            # The session's index space is the round's: rejected clients carry no weight.
+            full = np.full(m, np.nan)
+            full[participants] = beta
+            return session.average(
+                matrix,
+                full,
+                settings=settings,
+                weight_cap=weight_cap,
+                seed=seed,
+                dropouts=dropouts,
+                iterate=b"secagg-dp/deltafl/tail-average",
+                budget=budget if settings.noise is not None else None,
+            )
         return secure_weighted_average(
             sub_matrix,
             beta,
@@ -509,9 +541,7 @@ def superquantile_aggregate(
             planned = None
             if quantile.min_survivors is not None:
                 planned = min(quantile.min_survivors, participants.size)
-            quantile_result = dp_quantile(
-                sub_losses,
-                1.0 - theta,
+            options = dict(
                 lower=quantile.lower,
                 upper=quantile.upper,
                 bins=quantile.bins,
@@ -523,11 +553,44 @@ def superquantile_aggregate(
                 min_survivors=planned,
                 refuse_shortfall=planned is not None,
                 dropouts=local_dropouts,
-                neighbors=quantile.neighbors,
                 sampler=quantile.sampler,
                 budget=budget,
                 reader=quantile.reader,
             )
+            quantile_result = None
+            if session is not None:
+                in_session = session
+
+                def histogram_sum(
+                    rows: LazyInputs,
+                    drops: Mapping[str, Iterable[int]] | None,
+                    min_inputs: int,
+                ) -> tuple[NDArray[np.int64], int]:
+                    return in_session.sum_vectors(
+                        rows,
+                        drops,
+                        min_inputs,
+                        participants=participants.tolist(),
+                        iterate=b"secagg-dp/deltafl/dp-quantile-histogram",
+                    )
+
+                try:
+                    quantile_result = dp_quantile(
+                        sub_losses,
+                        1.0 - theta,
+                        modulus_bits=session.settings.bits,
+                        sum_runner=histogram_sum,
+                        **options,  # type: ignore[arg-type]
+                    )
+                except HeadroomError as error:  # raised before anything is spent or drawn
+                    logger.info("the histogram needs its own ring: %s", error)
+            if quantile_result is None:
+                quantile_result = dp_quantile(
+                    sub_losses,
+                    1.0 - theta,
+                    neighbors=quantile.neighbors,
+                    **options,  # type: ignore[arg-type]
+                )
             threshold = float(quantile_result.estimate)
             events.append(quantile_result.event)
         assert threshold is not None  # a public one was given, or estimated just now
@@ -574,7 +637,11 @@ def superquantile_aggregate(
         num_clients=m,
         tail=tail,
         rejected=rejected,
-        survivors=() if released is None else to_caller(released.survivors),
+        survivors=()
+        if released is None
+        # A session's averages are indexed like the caller's clients already.
+        else tuple(released.survivors) if session is not None
+        else to_caller(released.survivors),
         empty_tail=bool(theta < 1.0 and not (beta > 0).any()),
         fallback=fallback,
         failure=failure,
@@ -656,6 +723,7 @@ class QuantileTracker:
         seed: int | None = None,
         dropouts: Mapping[str, Iterable[int]] | None = None,
         budget: PrivacyBudget | None = None,
+        session: SecureAverageSession | None = None,
     ) -> TrackingStep:
         """Release this round's noisy count of losses below the threshold; step the threshold.
 
@@ -668,6 +736,10 @@ class QuantileTracker:
             and the denominator to the public number of survivors).
         secure, seed, dropouts, budget
             As for :func:`secure_weighted_average`.
+        session
+            Run the count as the next average of this :class:`SecureAverageSession` (the
+            round's, shared with its tail average; its ring, graph and threat model are the
+            count's, and ``secure`` must match).
 
         Returns
         -------
@@ -685,16 +757,30 @@ class QuantileTracker:
         counting = dataclasses.replace(
             settings, clip=1.0, denominator="survivors", denominator_share=1.0
         )
-        result = secure_weighted_average(
-            below[:, None],
-            np.ones(values.size),
-            settings=counting,
-            weight_cap=1.0,
-            seed=seed,
-            dropouts=dropouts,
-            secure=secure,
-            budget=budget,
-        )
+        if session is not None:
+            if session.secure != secure:
+                raise ValueError(f"the session has secure={session.secure}; this count {secure}")
+            result = session.average(
+                below[:, None],
+                np.ones(values.size),
+                settings=counting,
+                weight_cap=1.0,
+                seed=seed,
+                dropouts=dropouts,
+                iterate=b"secagg-dp/deltafl/tracking-count %r" % self.threshold,
+                budget=budget,
+            )
+        else:
+            result = secure_weighted_average(
+                below[:, None],
+                np.ones(values.size),
+                settings=counting,
+                weight_cap=1.0,
+                seed=seed,
+                dropouts=dropouts,
+                secure=secure,
+                budget=budget,
+            )
         fraction = float(result.average[0])
         used = self.threshold
         self.threshold = used * math.exp(-self.rate * (fraction - self.target))

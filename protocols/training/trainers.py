@@ -38,6 +38,7 @@ from protocols.aggregation.geometric_median import geometric_median, one_step_rf
 from protocols.aggregation.secure_average import (
     AverageSettings,
     DiscreteGaussianNoise,
+    SecureAverageSession,
     secure_weighted_average,
 )
 from protocols.aggregation.superquantile import (
@@ -428,6 +429,11 @@ class FederatedTrainer:
                     return None, Release("no private threshold released yet")
                 quantile, tracked = None, self.released_threshold
             noisy = settings.noise is not None or (quantile is not None and quantile.private)
+            # The round's sums — the DP quantile's histogram, the tail average (or its
+            # fallback) and the tracker's count — share one key setup.
+            session = SecureAverageSession(
+                n, sums=3, settings=settings, secure=config.secure, seed=derived_seed(seed, 4)
+            )
             sq = superquantile_aggregate(
                 updates,
                 alpha,
@@ -442,8 +448,15 @@ class FederatedTrainer:
                 empty_tail=config.empty_tail,
                 budget=budget if noisy else None,
                 threshold=tracked,
+                session=session,
             )
-            counts = self._track(losses, seed, dropouts, neighbors, threshold) if releases else 0
+            counts = 0
+            if releases:
+                # A failed tail average aborted the session: the count then runs on its own.
+                usable = session if session.remaining > 0 else None
+                counts = self._track(
+                    losses, seed, dropouts, neighbors, threshold, session=usable
+                )
             if releases and quantile is not None:
                 self.released_threshold = sq.threshold
             reason = sq.failure
@@ -530,8 +543,11 @@ class FederatedTrainer:
         dropouts: dict[str, list[int]] | None,
         neighbors: int | None,
         threshold: int | None,
+        *,
+        session: SecureAverageSession | None = None,
     ) -> int:
-        """Quantile tracking's count of the round (its own secure sum); return sums run."""
+        """Quantile tracking's count of the round (a sum of the round's ``session``, else its
+        own secure sum); return sums run."""
         if self.tracker is None:
             return 0
         plan = self.privacy
@@ -543,6 +559,10 @@ class FederatedTrainer:
         settings = AverageSettings(
             clip=1.0, noise=noise, neighbors=neighbors, threshold=threshold, rotate=False
         )
+        if session is not None:  # the session's ring and threat model
+            settings = dataclasses.replace(
+                settings, bits=session.settings.bits, threat_model=session.settings.threat_model
+            )
         try:
             self.tracker.update(
                 losses,
@@ -551,6 +571,7 @@ class FederatedTrainer:
                 seed=derived_seed(seed, 1),
                 dropouts=dropouts,
                 budget=self.budget if noise is not None else None,
+                session=session,
             )
         except ROUND_FAILURES as error:
             logger.info("the threshold's count failed (threshold kept): %s", error)

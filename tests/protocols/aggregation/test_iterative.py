@@ -275,6 +275,28 @@ def test_a_client_rejected_at_setup_never_joins_and_one_rejected_later_is_exclud
     assert [v.survivors for v in plain.transcript] == [(0, 1, 2, 3, 5)] * 2
 
 
+@pytest.mark.parametrize("secure", [True, False])
+def test_an_average_session_runs_averages_of_different_shapes_and_settings(secure: bool) -> None:
+    # One key setup for a one-entry count (its own clip, a public denominator) and then a
+    # three-entry average; a client dropped in the count is out of the average, on both paths.
+    rng = np.random.default_rng(3)
+    points = rng.uniform(-1.0, 1.0, size=(6, 3))
+    session = SecureAverageSession(6, sums=2, settings=AverageSettings(clip=2.0), seed=4,
+                                   secure=secure)
+    counting = AverageSettings(clip=1.0, denominator="survivors", denominator_share=1.0)
+    below = (points[:, 0] < 0.0).astype(float)[:, None]
+    count = session.average(below, np.ones(6), weight_cap=1.0, settings=counting, seed=1,
+                            dropouts={"masked_input": [2]})
+    mean = session.average(points, np.ones(6), weight_cap=1.0, seed=2, iterate=b"after count")
+    keep = [0, 1, 3, 4, 5]
+    assert count.survivors == mean.survivors == tuple(keep)
+    np.testing.assert_allclose(count.average, below[keep].mean(axis=0), atol=1e-6)
+    np.testing.assert_allclose(mean.average, points[keep].mean(axis=0), atol=1e-6)
+    assert session.remaining == 0 and session.dimension == 4
+    if secure:  # both sums ran in the one secagg session: sum 2 of 2
+        assert session._session is not None and session._session.remaining == 0
+
+
 def test_an_average_session_refuses_misuse() -> None:
     session = SecureAverageSession(4, sums=1, settings=AverageSettings(clip=1.0), seed=0)
     with pytest.raises(TypeError, match="iterate must be bytes"):
@@ -286,7 +308,8 @@ def test_an_average_session_refuses_misuse() -> None:
         session.average(np.ones((4, 2)), np.ones(4))
     two = SecureAverageSession(4, sums=2, settings=AverageSettings(clip=1.0), seed=0)
     two.average(np.ones((4, 2)), np.ones(4), weight_cap=1.0)
-    with pytest.raises(ValueError, match="same dimension"):
-        two.average(np.ones((4, 3)), np.ones(4), weight_cap=1.0)
+    with pytest.raises(ValueError, match="what its key setup fixed: bits, threat_model"):
+        settings = AverageSettings(clip=1.0, bits=16, threat_model="semi-honest")
+        two.average(np.ones((4, 3)), np.ones(4), weight_cap=1.0, settings=settings)
     with pytest.raises(ValueError, match="sums must lie"):
         SecureAverageSession(4, sums=256)

@@ -11,6 +11,7 @@ from dpquantile import DistributedDiscreteGaussian
 from protocols.aggregation import (
     AverageSettings,
     DiscreteGaussianNoise,
+    SecureAverageSession,
     secure_weighted_average,
 )
 from protocols.aggregation.superquantile import (
@@ -267,3 +268,74 @@ def test_dp_quantile_refuses_to_release_below_its_planned_survivors(secure: bool
         vectors, np.ones(10), losses, dropouts={"masked_input": [0]}, **common  # type: ignore[arg-type]
     )
     assert ok.events and all(event.rho <= 0.5 for event in ok.events[:1])
+
+
+# -- one session for the round's sums ------------------------------------------------------------
+
+
+def _deltafl_round(session: SecureAverageSession | None, secure: bool, **options: object) -> tuple:
+    rng = np.random.default_rng(11)
+    vectors, losses = rng.standard_normal((12, 4)), rng.uniform(0.0, 1.0, 12)
+    losses[5] = np.nan  # rejected before any sum: out of the histogram and the average
+    quantile = QuantileSettings(rho=4.0, upper=1.0, bins=8, neighbors=None)
+    result = superquantile_aggregate(
+        vectors,
+        np.ones(12),
+        losses,
+        theta=0.5,
+        quantile=quantile,
+        weight_cap=1.0,
+        secure=secure,
+        seed=3,
+        session=session,
+        **options,  # type: ignore[arg-type]
+    )
+    return result, vectors
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_the_histogram_and_the_tail_average_share_one_session(secure: bool) -> None:
+    # The same release as two separate secure sums (the sums are exact; the histogram's noise
+    # comes from the same seeds; the average's rounding is drawn per client index, which the
+    # rejected client shifts: equal to the grid), with one key setup: two of the three sums run.
+    alone, _ = _deltafl_round(None, secure)
+    session = SecureAverageSession(12, sums=3, settings=AverageSettings(), secure=secure, seed=4)
+    shared, _ = _deltafl_round(session, secure)
+    assert shared.threshold == alone.threshold and shared.tail == alone.tail
+    assert shared.survivors == alone.survivors
+    np.testing.assert_allclose(shared.average, alone.average, atol=1e-7)
+    assert shared.num_secure_sums == alone.num_secure_sums == 2
+    assert session.remaining == 1 and 5 not in session.members
+    if secure:
+        assert session._session is not None and session._session.remaining == 1
+
+
+def test_a_client_that_leaves_the_histogram_is_out_of_the_tail_average_on_both_paths() -> None:
+    # Client 2 sends its masked histogram, then vanishes before unmasking: it is in the
+    # histogram's total but not in the session's later sums — on the secure and plain paths.
+    drops = {"unmask": [2]}
+    results = []
+    for secure in (True, False):
+        session = SecureAverageSession(12, sums=3, settings=AverageSettings(), secure=secure,
+                                       seed=4)
+        result, _ = _deltafl_round(session, secure, dropouts=drops)
+        results.append(result)
+        assert 2 not in result.survivors and 2 not in session.members
+    assert results[0].survivors == results[1].survivors
+    assert results[0].threshold == results[1].threshold
+
+
+def test_a_histogram_wider_than_the_sessions_ring_runs_on_its_own() -> None:
+    # An 8-bit session cannot hold this histogram's noise: it runs as its own secure sum (no
+    # budget spent, nothing drawn before the ring was checked) and the tail average uses the
+    # session.
+    narrow = AverageSettings(bits=8)  # the histogram needs 9 bits here
+    session = SecureAverageSession(12, sums=2, settings=narrow, seed=4)
+    result, _ = _deltafl_round(session, True, settings=narrow)
+    assert result.quantile is not None and result.average is not None
+    assert session._session is not None and session._session.remaining == 1
+
+
+def test_a_session_of_another_round_is_refused() -> None:
+    with pytest.raises(ValueError, match="session has 5 clients"):
+        _deltafl_round(SecureAverageSession(5, sums=2), True)

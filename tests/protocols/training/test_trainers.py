@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+import secagg.runner
 from dpquantile import ZCDP, ZCDPAccountant, rho_for_epsilon
 from protocols.training import ClientData, Corruption, FederatedDataset, synthetic
 from protocols.training.trainer_config import TrainerConfig
@@ -441,3 +442,32 @@ def test_corrupted_weight_is_the_cohorts_corrupted_data_share() -> None:
     assert result.corrupted_majority_rounds == sum(s >= 0.5 for s in shares)
     clean = FederatedTrainer(data, config.with_changes(corruption=None)).run()
     assert all(r.corrupted_weight == 0.0 for r in clean.history)
+
+
+@pytest.mark.parametrize("threshold_method", ["tracking", "histogram"])
+def test_a_deltafl_round_runs_its_sums_over_one_key_setup(
+    data: FederatedDataset, threshold_method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under DP for the thresholds and the model a Δ-FL round runs two secure sums — the
+    # tracker's count or the DP quantile's histogram, and the tail average — in one session.
+    setups: list[int] = []
+    original = secagg.runner.Session.__init__
+
+    def counted(self: secagg.runner.Session, *args: object, **kwargs: object) -> None:
+        setups.append(1)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(secagg.runner.Session, "__init__", counted)
+    config = small(
+        algorithm="deltafl",
+        theta=0.5,
+        epsilon=20.0,
+        dp="both",
+        rounds=2,
+        clients_per_round=8,
+        threshold_method=threshold_method,
+    )
+    result = train(data, config)
+    completed = [r for r in result.history if not r.skipped]
+    assert completed and all(r.secure_sums == 2 for r in completed)
+    assert len(setups) == len(result.history)  # one key setup per round, not one per sum
