@@ -420,6 +420,40 @@ def _split_survivor_views(
     )
 
 
+def _split_views_in_a_later_sum(
+    threat_model: str, neighbors: int | None, seed: int
+) -> AttackOutcome | None:
+    """Every split of a session's second sum around client 1, its certificates padded with
+    approvals nobody gave: a session approves survivor sets with MAC tags, not signatures."""
+    from secagg import ConsistencyRequest  # noqa: PLC0415
+
+    if threat_model != "malicious":
+        return None  # no consistency round (see inconsistent-unmask-views)
+    exposed: set[int] = set()
+    reasons: list[str] = []
+    others = list(range(2, 8))
+    for size in range(len(others) + 1):
+        for group_b in itertools.combinations(others, size):
+            game = _session(2, threat_model, neighbors, seed)
+            game.run()
+            requests = game.step(game.server.begin_iteration(b"second sum"))
+            if not requests or not isinstance(requests[0], ConsistencyRequest):
+                continue
+            split_views(game, requests, 1, set(group_b), forge=True)
+            exposed.update(_exposed(game))
+            reasons.append(_aborts(game))
+    stopped = next((r for r in reasons if r), "")
+    return AttackOutcome(
+        "split-views-in-a-later-sum",
+        "server",
+        threat_model,
+        _graph(neighbors),
+        tuple(sorted(exposed)),
+        True,
+        stopped,
+    )
+
+
 def _drop_claimed_in_later_sum(
     threat_model: str, neighbors: int | None, seed: int
 ) -> AttackOutcome:
@@ -645,6 +679,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "server",
         "two survivor sets shown to two groups in the consistency round (every split)",
         _split_survivor_views,
+    ),
+    AttackSpec(
+        "split-views-in-a-later-sum",
+        "server",
+        "every split of a session's second sum (MAC approvals), padded with forged approvals",
+        _split_views_in_a_later_sum,
     ),
     AttackSpec(
         "drop-claimed-in-a-later-sum",

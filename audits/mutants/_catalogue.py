@@ -317,6 +317,16 @@ def _random_source_ignored() -> contextlib.AbstractContextManager[None]:
     return _patched((client.Client, "__init__", __init__))
 
 
+def _approval_tags_unchecked() -> contextlib.AbstractContextManager[None]:
+    """A client counts a session's approval tags without checking them: any id of its survivor
+    set in the certificate counts (a server can then forge the quorum of a split view)."""
+
+    def count(self: Any, message: Any, signed: bytes, members: set[int], quorum: int) -> set[int]:
+        return {a for a, _ in message.signatures if a in members} | {self.client_id}
+
+    return _patched((client.Client, "_count_approvals", count))
+
+
 def _headroom_dropped() -> contextlib.AbstractContextManager[None]:
     """The headroom check is a no-op: a sum that cannot fit the modulus wraps silently."""
 
@@ -389,6 +399,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "the signed key advertisement does not cover the keys (substitution goes unnoticed)",
         (10,),
         _advertisement_omits_keys,
+    ),
+    Mutant(
+        "approval_tags_unchecked",
+        "in a session, a client counts the consistency approvals' MAC tags without checking them",
+        (10,),
+        _approval_tags_unchecked,
     ),
     Mutant(
         "client_ignores_random_source",

@@ -429,11 +429,27 @@ class FederatedTrainer:
                     return None, Release("no private threshold released yet")
                 quantile, tracked = None, self.released_threshold
             noisy = settings.noise is not None or (quantile is not None and quantile.private)
-            # The round's sums — the DP quantile's histogram, the tail average (or its
-            # fallback) and the tracker's count — share one key setup.
-            session = SecureAverageSession(
-                n, sums=3, settings=settings, secure=config.secure, seed=derived_seed(seed, 4)
+            # The round's sums — the DP quantile's histogram, the tail average (and the
+            # fallback of an empty tail) and the tracker's count — share one key setup. A round
+            # of one sum runs it on its own (a single sum's setup is the cheaper one).
+            partial = config.theta < 1.0
+            histogram = partial and tracked is None and quantile is not None and quantile.private
+            may_empty = (
+                partial
+                and (histogram or tracked is not None)
+                and config.empty_tail == "all"
+                and settings.denominator != "survivors"
             )
+            sums = int(histogram) + 1 + int(may_empty) + int(releases and self.tracker is not None)
+            session = None
+            if sums > 1:
+                session = SecureAverageSession(
+                    n,
+                    sums=sums,
+                    settings=settings,
+                    secure=config.secure,
+                    seed=derived_seed(seed, 4),
+                )
             sq = superquantile_aggregate(
                 updates,
                 alpha,
@@ -453,7 +469,7 @@ class FederatedTrainer:
             counts = 0
             if releases:
                 # A failed tail average aborted the session: the count then runs on its own.
-                usable = session if session.remaining > 0 else None
+                usable = session if session is not None and session.remaining > 0 else None
                 counts = self._track(
                     losses, seed, dropouts, neighbors, threshold, session=usable
                 )
