@@ -392,6 +392,27 @@ def _inconsistent_unmask_views(
     )
 
 
+def _every_split(
+    name: str,
+    neighbors: int | None,
+    split: Callable[[set[int]], AdversarialRound | None],
+) -> AttackOutcome:
+    """Client 1 against every split of the others (2..7) between two survivor views."""
+    exposed: set[int] = set()
+    reasons: list[str] = []
+    others = list(range(2, 8))
+    for size in range(len(others) + 1):
+        for group_b in itertools.combinations(others, size):
+            game = split(set(group_b))
+            if game is not None:
+                exposed.update(_exposed(game))
+                reasons.append(_aborts(game))
+    stopped = next((r for r in reasons if r), "")
+    return AttackOutcome(
+        name, "server", "malicious", _graph(neighbors), tuple(sorted(exposed)), True, stopped
+    )
+
+
 def _split_survivor_views(
     threat_model: str, neighbors: int | None, seed: int
 ) -> AttackOutcome | None:
@@ -399,25 +420,13 @@ def _split_survivor_views(
 
     if threat_model != "malicious":
         return None  # no consistency round: the inconsistent-views attack is this one there
-    exposed: set[int] = set()
-    reasons: list[str] = []
-    others = list(range(2, 8))
-    for size in range(len(others) + 1):  # every split of the others between two views
-        for group_b in itertools.combinations(others, size):
-            game = AdversarialRound(inputs_for(7), threshold=2, neighbors=neighbors, seed=seed)
-            split_views(game, run_until(game, ConsistencyRequest), 1, set(group_b))
-            exposed.update(_exposed(game))
-            reasons.append(_aborts(game))
-    stopped = next((r for r in reasons if r), "")
-    return AttackOutcome(
-        "split-survivor-views",
-        "server",
-        threat_model,
-        _graph(neighbors),
-        tuple(sorted(exposed)),
-        True,
-        stopped,
-    )
+
+    def split(group_b: set[int]) -> AdversarialRound:
+        game = AdversarialRound(inputs_for(7), threshold=2, neighbors=neighbors, seed=seed)
+        split_views(game, run_until(game, ConsistencyRequest), 1, group_b)
+        return game
+
+    return _every_split("split-survivor-views", neighbors, split)
 
 
 def _split_views_in_a_later_sum(
@@ -429,29 +438,17 @@ def _split_views_in_a_later_sum(
 
     if threat_model != "malicious":
         return None  # no consistency round (see inconsistent-unmask-views)
-    exposed: set[int] = set()
-    reasons: list[str] = []
-    others = list(range(2, 8))
-    for size in range(len(others) + 1):
-        for group_b in itertools.combinations(others, size):
-            game = _session(2, threat_model, neighbors, seed)
-            game.run()
-            requests = game.step(game.server.begin_iteration(b"second sum"))
-            if not requests or not isinstance(requests[0], ConsistencyRequest):
-                continue
-            split_views(game, requests, 1, set(group_b), forge=True)
-            exposed.update(_exposed(game))
-            reasons.append(_aborts(game))
-    stopped = next((r for r in reasons if r), "")
-    return AttackOutcome(
-        "split-views-in-a-later-sum",
-        "server",
-        threat_model,
-        _graph(neighbors),
-        tuple(sorted(exposed)),
-        True,
-        stopped,
-    )
+
+    def split(group_b: set[int]) -> AdversarialRound | None:
+        game = _session(2, threat_model, neighbors, seed)
+        game.run()
+        requests = game.step(game.server.begin_iteration(b"second sum"))
+        if not requests or not isinstance(requests[0], ConsistencyRequest):
+            return None
+        split_views(game, requests, 1, group_b, forge=True)
+        return game
+
+    return _every_split("split-views-in-a-later-sum", neighbors, split)
 
 
 def _drop_claimed_in_later_sum(

@@ -18,6 +18,7 @@ tail is empty, what that costs) are in ``superquantile_notes.md`` beside this mo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -757,30 +758,22 @@ class QuantileTracker:
         counting = dataclasses.replace(
             settings, clip=1.0, denominator="survivors", denominator_share=1.0
         )
-        if session is not None:
-            if session.secure != secure:
-                raise ValueError(f"the session has secure={session.secure}; this count {secure}")
-            result = session.average(
-                below[:, None],
-                np.ones(values.size),
-                settings=counting,
-                weight_cap=1.0,
-                seed=seed,
-                dropouts=dropouts,
-                iterate=b"secagg-dp/deltafl/tracking-count %r" % self.threshold,
-                budget=budget,
-            )
+        if session is None:
+            run = functools.partial(secure_weighted_average, secure=secure)
+        elif session.secure != secure:
+            raise ValueError(f"the session has secure={session.secure}; this count {secure}")
         else:
-            result = secure_weighted_average(
-                below[:, None],
-                np.ones(values.size),
-                settings=counting,
-                weight_cap=1.0,
-                seed=seed,
-                dropouts=dropouts,
-                secure=secure,
-                budget=budget,
-            )
+            iterate = b"secagg-dp/deltafl/tracking-count %r" % self.threshold
+            run = functools.partial(session.average, iterate=iterate)
+        result = run(
+            below[:, None],
+            np.ones(values.size),
+            settings=counting,
+            weight_cap=1.0,
+            seed=seed,
+            dropouts=dropouts,
+            budget=budget,
+        )
         fraction = float(result.average[0])
         used = self.threshold
         self.threshold = used * math.exp(-self.rate * (fraction - self.target))
