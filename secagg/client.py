@@ -18,7 +18,8 @@ setup), and κ_uv^r is escrowed under e^r with the server — so recovering a cl
 sum r reveals nothing of any other sum, and a further sum costs no key agreement. Sum r ≥ 2
 starts with an :class:`~secagg.messages.IterationRequest` carrying the server's broadcast (the
 iterate), bound into that sum's pairwise keys and, in the malicious mode, its consistency
-signatures.
+approvals — MAC tags under keys agreed once with every client, not signatures
+(``secagg/malicious_security.md`` §5).
 """
 
 from __future__ import annotations
@@ -616,20 +617,17 @@ class Client:
             if f["input"]:
                 client._input = config.ring.reduce(np.frombuffer(f["input"], dtype="<u8"))
             if f["directory"]:
-                client._directory = KeyDirectory(
-                    config.digest, client_id, f["directory"], signed=config.malicious
-                )
+                try:
+                    client._directory = KeyDirectory(
+                        config.digest, client_id, f["directory"], signed=config.malicious
+                    )
+                except ValueError as error:
+                    raise ValueError(f"corrupt client snapshot: {error}") from None
             client._approval_keys = _decode_map(f["approval_keys"], KEY_BYTES)
             client._verified = set(_decode_ids(f["verified"]))
         except struct.error:
             raise ValueError("corrupt client snapshot: truncated") from None
         except (UnicodeDecodeError, ProtocolError) as error:
-            raise ValueError(f"corrupt client snapshot: {error}") from None
-        except ValueError as error:
-            if "corrupt client snapshot" in str(error) or "unsupported client snapshot" in str(
-                error
-            ):
-                raise
             raise ValueError(f"corrupt client snapshot: {error}") from None
         except TypeError as error:
             if "malicious mode needs" in str(error):

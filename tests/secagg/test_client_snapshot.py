@@ -29,10 +29,15 @@ def _state(client: Client) -> dict[str, Any]:
     return out
 
 
-def _run_with_snapshots(threat_model: str) -> list[int]:
-    """A 4-client round, each client replaced by its restored snapshot after every call."""
+def _run_with_snapshots(threat_model: str, iterations: int = 1) -> list[list[int]]:
+    """A 4-client round (or session of ``iterations`` sums), each client replaced by its
+    restored snapshot after every call; the totals of every sum."""
     config = SecAggConfig(
-        dimension=5, threshold=3, round_nonce=bytes(16), threat_model=threat_model
+        dimension=5,
+        threshold=3,
+        round_nonce=bytes(16),
+        threat_model=threat_model,
+        iterations=iterations,
     )
     keys, store = generate_identities(range(1, 5), seed=0)
     parties = {"trust_store": store} if config.malicious else {}
@@ -49,29 +54,43 @@ def _run_with_snapshots(threat_model: str) -> list[int]:
     }
     server = Server(config, list(clients), trust_store=parties.get("trust_store"))
     outbox = [m for c in clients.values() for m in c.start()]
-    while outbox:
-        replies = [
-            r
-            for m in outbox
-            for r in server.receive(decode_message(encode_message(m)), peer_id=m.peer)
-        ]
-        outbox = []
-        for reply in replies:
-            client = clients[reply.peer]
-            outbox += client.receive(reply)
-            identity = keys[reply.peer] if config.malicious else None
-            restored = Client.restore(
-                client.snapshot(), identity=identity, trust_store=parties.get("trust_store")
-            )
-            assert _state(restored) == _state(client)
-            clients[reply.peer] = restored
-    return [int(v) for v in server.result.total]
+    totals = []
+    for r in range(1, iterations + 1):
+        if r > 1:  # the next sum: every client's input doubles, then the server's request
+            for u, client in clients.items():
+                client.set_input(inputs[u - 1] * 2 ** (r - 1))
+            outbox = server.begin_iteration(b"sum %d" % r)
+            outbox = [m for reply in outbox for m in clients[reply.peer].receive(reply)]
+        while outbox:
+            replies = [
+                reply
+                for m in outbox
+                for reply in server.receive(decode_message(encode_message(m)), peer_id=m.peer)
+            ]
+            outbox = []
+            for reply in replies:
+                client = clients[reply.peer]
+                outbox += client.receive(reply)
+                identity = keys[reply.peer] if config.malicious else None
+                restored = Client.restore(
+                    client.snapshot(), identity=identity, trust_store=parties.get("trust_store")
+                )
+                assert _state(restored) == _state(client)
+                clients[reply.peer] = restored
+        totals.append([int(v) for v in server.result.total])
+    return totals
 
 
+@pytest.mark.parametrize("iterations", [1, 3])
 @pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
-def test_snapshot_round_trips_every_field_and_the_round_still_sums(threat_model: str) -> None:
-    total = _run_with_snapshots(threat_model)
-    assert total == [int(v) for v in np.arange(5) * (1 + 2 + 3 + 4)]
+def test_snapshot_round_trips_every_field_and_the_round_still_sums(
+    threat_model: str, iterations: int
+) -> None:
+    # A session of 3 sums carries the pair secrets and, in the malicious mode, the directory,
+    # the approval keys and the checked approvers through every snapshot.
+    totals = _run_with_snapshots(threat_model, iterations)
+    base = np.arange(5) * (1 + 2 + 3 + 4)
+    assert totals == [[int(v) * 2**r for v in base] for r in range(iterations)]
 
 
 def test_a_restored_client_resends_identical_bytes() -> None:
