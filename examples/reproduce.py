@@ -356,10 +356,12 @@ RFA_STEPS = 4  # Weiszfeld iterations of the main setting (RFA §5 uses a few)
 def rfa_settings(mode: Mode) -> list[tuple[str, str, int, int]]:
     """(label, dataset, clients per round, Weiszfeld steps) of the robustness sub-experiment.
 
-    The first is the main table's setting.
+    The first is the main table's setting; Synthetic(1, 1) when no image dataset is installed
+    (the smoke mode's).
     """
+    synthetic = ("Synthetic(1, 1), 10 per round", "synthetic", 10, RFA_STEPS)
     if mode.name == "smoke":
-        return [("Synthetic(1, 1), 10 per round", "synthetic", 10, RFA_STEPS)]
+        return [synthetic]
     fmnist = "Fashion-MNIST Dirichlet(0.3), 20 of 100 per round"
     settings = [
         (fmnist, "fashion-mnist", 20, RFA_STEPS),
@@ -371,7 +373,7 @@ def rfa_settings(mode: Mode) -> list[tuple[str, str, int, int]]:
     ]
     if mode.wide:
         settings.append(("Fashion-MNIST IID, 50 of 100 per round", "fashion-mnist-iid", 50, 4))
-    return [s for s in settings if available(s[1])]
+    return [s for s in settings if available(s[1])] or [synthetic]
 
 
 def rfa_suffix(setting: tuple[str, str, int, int], main: tuple[str, str, int, int]) -> str:
