@@ -54,6 +54,8 @@ class Settings:
     model_size: int = 0  # > 11: a payload block makes the model this long (benchmarks)
     session_rounds: int = 0  # training rounds per key setup ("mean"); 0: all, 1: every round
     poll_interval: float = 0.1  # seconds between asks for replies; 0: Grid.send_and_receive
+    max_iterations: int = 10  # "geometric_median": Weiszfeld steps per round at most
+    ftol: float = 1e-6  # "geometric_median": relative objective change that stops early
 
 
 @dataclass
@@ -90,6 +92,8 @@ def settings_from(run_config: dict[str, Any]) -> Settings:
         model_size=int(run_config.get("model-size", 0)),
         session_rounds=int(run_config.get("session-rounds", 0)),
         poll_interval=float(run_config.get("poll-interval", 0.1)),
+        max_iterations=int(run_config.get("max-iterations", 10)),
+        ftol=float(run_config.get("ftol", 1e-6)),
     )
 
 
@@ -152,6 +156,8 @@ def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord
         threat_model=settings.threat_model,
         trust_store=trust_store_for(settings, record),
         poll_interval=settings.poll_interval or None,
+        max_iterations=settings.max_iterations,
+        ftol=settings.ftol,
     )
 
     def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord:
