@@ -61,6 +61,7 @@ _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+_BLOB_HEAD = struct.Struct("<IH")  # a blob entry: peer id, payload length
 
 
 def _record(signed: bool) -> struct.Struct:
@@ -149,18 +150,24 @@ def _check_blobs(name: str, values: object) -> None:
     for entry in values:
         if not (isinstance(entry, tuple) and len(entry) == 2):
             raise TypeError(f"{name} entries must be (id, bytes) pairs")
-        _check_id(f"{name} id", entry[0])
-        _check_bytes(f"{name} payload", entry[1])
-        if len(entry[1]) > 0xFFFF:
+        peer, payload = entry
+        # The common case in one test (a session's approvals hold ~n² entries per sum); any
+        # other value goes through the checks that explain it.
+        if type(peer) is int and 1 <= peer <= MAX_ID and type(payload) is bytes:
+            if len(payload) > 0xFFFF:
+                raise ValueError(f"{name} payloads hold at most 65535 bytes")
+            continue
+        _check_id(f"{name} id", peer)
+        _check_bytes(f"{name} payload", payload)
+        if len(payload) > 0xFFFF:
             raise ValueError(f"{name} payloads hold at most 65535 bytes")
 
 
 def _encode_blobs(values: tuple[tuple[int, bytes], ...]) -> bytes:
-    parts = [_U32.pack(len(values))]
-    for peer, payload in values:
-        parts.append(struct.pack("<IH", peer, len(payload)))
-        parts.append(payload)
-    return b"".join(parts)
+    pack = _BLOB_HEAD.pack
+    return _U32.pack(len(values)) + b"".join(
+        [pack(peer, len(payload)) + payload for peer, payload in values]
+    )
 
 
 def _encode_ids(values: tuple[int, ...]) -> bytes:
@@ -754,11 +761,20 @@ class _Reader:
         return count
 
     def blobs(self) -> tuple[tuple[int, bytes], ...]:
-        count = self.count(6)
+        count = self.count(_BLOB_HEAD.size)
+        data, offset, end = self.data, self.offset, len(self.data)
+        unpack = _BLOB_HEAD.unpack_from
         out = []
         for _ in range(count):
-            peer = self.unpack(_U32)
-            out.append((peer, self.take(self.unpack(_U16))))
+            if offset + _BLOB_HEAD.size > end:
+                raise self.fail("truncated")
+            peer, size = unpack(data, offset)
+            offset += _BLOB_HEAD.size
+            if offset + size > end:
+                raise self.fail("truncated")
+            out.append((peer, data[offset : offset + size]))
+            offset += size
+        self.offset = offset
         return tuple(out)
 
     def ids(self) -> tuple[int, ...]:

@@ -160,10 +160,29 @@ def run_strategy(grid: Grid, settings: Settings, record: RunRecord) -> RunRecord
         ftol=settings.ftol,
     )
 
+    clock = {"last": time.perf_counter()}
+
     def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord:
-        value = loss(arrays.to_numpy_ndarrays(), partitions, settings.data_seed)
+        model = arrays.to_numpy_ndarrays()
+        value = loss(model, partitions, settings.data_seed)
         record.losses.append(value)
         report(settings, {"event": "evaluate", "round": server_round, "loss": value})
+        if server_round >= 1:  # round 0 evaluates the initial model
+            # A round is what passed since the previous evaluation: its secure sums (one session)
+            # and the strategy's aggregation.
+            now = time.perf_counter()
+            record.round_seconds.append(now - clock["last"])
+            size = int(sum(np.asarray(a).size for a in model))
+            report(
+                settings,
+                {
+                    "event": "round",
+                    "round": server_round,
+                    "seconds": record.round_seconds[-1],
+                    "model_size": size,
+                },
+            )
+        clock["last"] = time.perf_counter()
         print(f"round {server_round}: loss {value:.4f}", flush=True)
         return MetricRecord({"loss": value})
 
