@@ -1081,8 +1081,8 @@ class Client:
                     valid.add(signer)
         if len(valid) < quorum:
             raise RemoteProtocolError(
-                f"only {len(valid)} valid consistency signatures over this client's survivor "
-                f"set; the quorum is {quorum}",
+                f"only {len(valid)} valid consistency signatures (or approvals) over this "
+                f"client's survivor set; the quorum is {quorum}",
                 peer_id=SERVER_ID,
             )
 

@@ -397,7 +397,7 @@ class ForwardedShares:
 
     The senders are the recipient's neighbours that completed share_keys. ``iterate`` is what
     the server broadcasts for the first sum (a model, a centre; may be empty): the client's input
-    is computed from it, and the malicious mode binds it into the consistency signatures.
+    is computed from it, and the malicious mode binds it into the consistency approvals.
     """
 
     session_id: bytes

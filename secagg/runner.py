@@ -378,7 +378,8 @@ class Session:
     delivered to every member and bound into the sum: into the pairwise-mask key derivation
     (members shown different iterates have masks that do not cancel, so the sum is uniformly
     random and a model shown to one client alone isolates nothing) and, in the malicious mode,
-    into the consistency signatures (at most one iterate per sum gathers the quorum).
+    into the consistency approvals (at most one iterate per sum gathers the quorum; a session
+    approves with pairwise MAC tags, a single sum with signatures).
     Client ``i`` has id ``i + 1``. Derivation and security argument:
     ``secagg/malicious_security.md`` §5.
 
