@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from secagg import shamir
 from secagg.config import SecAggConfig
 from secagg.errors import RemoteProtocolError
-from secagg.identity import iterate_digest
+from secagg.identity import sum_binding
 from secagg.keys import (
     KEY_BYTES,
     KeyPair,
@@ -344,13 +344,7 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
             continue
 
         shown = iterate_of.get((sid, r, u), b"")
-        # A sum of another length than the configured one binds its length (secagg.client).
-        resized = message.vector.size != config.dimension
-        bound = (
-            iterate_digest(shown, dimension=message.vector.size if resized else None)
-            if shown or resized
-            else b""
-        )
+        _, bound = sum_binding(shown, dimension=message.vector.size, configured=config.dimension)
         plus: list[bytes] = []
         minus: list[bytes] = []
         complete = True

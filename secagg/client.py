@@ -48,7 +48,7 @@ from secagg.identity import (
     advertisement_message,
     approval_tag,
     consistency_message,
-    iterate_digest,
+    sum_binding,
 )
 from secagg.keys import (
     KEY_BYTES,
@@ -926,9 +926,9 @@ class Client:
         self._pairwise_keys = {}
         # Hashed once (the iterate may be a whole model); a sum of another length than the
         # session's configured one binds its length too.
-        resized = masked.size != self.config.dimension
-        digest = iterate_digest(iterate, dimension=masked.size if resized else None)
-        bound = digest if iterate or resized else b""
+        digest, bound = sum_binding(
+            iterate, dimension=masked.size, configured=self.config.dimension
+        )
         for v in members:
             kappa = pair_sum_key(
                 self._pair_secrets[v],

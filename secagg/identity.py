@@ -44,6 +44,7 @@ __all__ = [
     "generate_identities",
     "iterate_digest",
     "load_identity",
+    "sum_binding",
     "write_identities",
 ]
 
@@ -104,6 +105,28 @@ def iterate_digest(iterate: bytes, *, dimension: int | None = None) -> bytes:
 
 
 EMPTY_ITERATE = iterate_digest(b"")
+
+
+def sum_binding(iterate: bytes, *, dimension: int, configured: int) -> tuple[bytes, bytes]:
+    """What one sum of a session is bound to: (the digest its consistency approvals cover, the
+    digest its pairwise-mask keys take — empty for a plain sum of the configured length, as a
+    single secure sum's keys always were).
+
+    The sum's length is bound only when it differs from the session's ``configured`` one, so
+    single sums and same-length sessions derive the keys they always did. Client, server and
+    the audits' reconstruction all call this, so they cannot disagree.
+
+    Examples
+    --------
+    >>> digest, bound = sum_binding(b"", dimension=4, configured=4)
+    >>> digest == EMPTY_ITERATE, bound
+    (True, b'')
+    >>> sum_binding(b"", dimension=1, configured=4)[1] == iterate_digest(b"", dimension=1)
+    True
+    """
+    resized = dimension != configured
+    digest = iterate_digest(iterate, dimension=dimension if resized else None)
+    return digest, digest if iterate or resized else b""
 
 
 def consistency_message(

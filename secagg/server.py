@@ -52,7 +52,7 @@ from secagg.identity import (
     TrustStore,
     advertisement_message,
     consistency_message,
-    iterate_digest,
+    sum_binding,
 )
 from secagg.keys import KEY_BYTES, is_low_order, seal_pair_key
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
@@ -281,6 +281,7 @@ class Server:
         self._iteration = 0
         self._iterate = bytes(iterate)
         self._iterate_digest = b""
+        self._mask_binding = b""
         self._members: frozenset[int] = frozenset()
         self._next_members: frozenset[int] = frozenset()
         self.reconstructed_seed_owners: frozenset[int] = frozenset()
@@ -826,9 +827,9 @@ class Server:
         """Reset the per-sum state and open the masked-input phase of the current sum."""
         self._accumulator = self._ring.zeros(self._dimension)
         self._positions = (self._fingerprint_draws % np.uint64(self._dimension)).astype(np.intp)
-        resized = self._dimension != self.config.dimension
-        self._iterate_digest = iterate_digest(  # hashed once per sum
-            self._iterate, dimension=self._dimension if resized else None
+        # Hashed once per sum (the iterate may be a whole model).
+        self._iterate_digest, self._mask_binding = sum_binding(
+            self._iterate, dimension=self._dimension, configured=self.config.dimension
         )
         self._masked = set()
         self._fingerprints = {}
@@ -1084,8 +1085,7 @@ class Server:
                 )
             )
         recovered = set()
-        resized = self._dimension != self.config.dimension
-        bound = self._iterate_digest if self._iterate or resized else b""
+        bound = self._mask_binding
         for v in sorted(dropped):
             alive = [u for u in self._neighbors[v] if u in survivors]
             revealed = self._revealed_pairwise.get(v, {})

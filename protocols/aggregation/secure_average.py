@@ -1289,10 +1289,7 @@ class SecureAverageSession:
         """
         if not isinstance(vectors, LazyInputs):
             raise TypeError(f"vectors must be LazyInputs; got {type(vectors).__name__}")
-        if self._aborted is not None:
-            raise LocalProtocolError(f"the session aborted: {self._aborted}")
-        if self._done >= self.sums:
-            raise LocalProtocolError(f"the session has run all its {self.sums} averages")
+        self._check_call(self.num_clients, vectors.dimension, vectors.dimension)
         rows = list(range(self.num_clients)) if participants is None else list(participants)
         if len(rows) != len(vectors) or len(set(rows)) != len(rows):
             raise ValueError(
@@ -1303,7 +1300,6 @@ class SecureAverageSession:
         local = parse_dropouts(dropouts, len(vectors))
         phase_of = {rows[j]: phase for j, phase in local.items()}
         session_dropouts = self._dropouts(phase_of, set(rows) & self._members)
-        self._dimension = self._wire = vectors.dimension
         by_client = _ByClient(vectors, rows, self.num_clients)
         summed, result = self._sum(
             by_client if self.secure else None, session_dropouts, iterate, min_inputs

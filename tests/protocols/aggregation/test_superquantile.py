@@ -253,19 +253,29 @@ def test_shape_and_weight_errors() -> None:
         QuantileSettings(rho=0.0)
 
 
+@pytest.mark.parametrize("in_session", [False, True])
 @pytest.mark.parametrize("secure", [False, True])
-def test_dp_quantile_refuses_to_release_below_its_planned_survivors(secure: bool) -> None:
+def test_dp_quantile_refuses_to_release_below_its_planned_survivors(
+    secure: bool, in_session: bool
+) -> None:
     rng = np.random.default_rng(7)
     vectors, losses = rng.standard_normal((10, 3)), rng.random(10)
     quantile = QuantileSettings(rho=0.5, upper=1.0, bins=8, min_survivors=9, neighbors=None)
-    common = dict(theta=0.5, quantile=quantile, weight_cap=1.0, secure=secure, seed=1)
-    # 8 of the 10 send their masked histogram; its noise was planned for 9: nothing is released.
+
+    def common() -> dict[str, object]:
+        session = SecureAverageSession(10, sums=2, secure=secure, seed=2) if in_session else None
+        return dict(
+            theta=0.5, quantile=quantile, weight_cap=1.0, secure=secure, seed=1, session=session
+        )
+
+    # 8 of the 10 send their masked histogram; its noise was planned for 9: nothing is released
+    # (as one sum of a session too: the session aborts with nothing unmasked).
     with pytest.raises(TooFewSurvivorsError, match="9"):
         superquantile_aggregate(
-            vectors, np.ones(10), losses, dropouts={"masked_input": [0, 1]}, **common  # type: ignore[arg-type]
+            vectors, np.ones(10), losses, dropouts={"masked_input": [0, 1]}, **common()  # type: ignore[arg-type]
         )
     ok = superquantile_aggregate(
-        vectors, np.ones(10), losses, dropouts={"masked_input": [0]}, **common  # type: ignore[arg-type]
+        vectors, np.ones(10), losses, dropouts={"masked_input": [0]}, **common()  # type: ignore[arg-type]
     )
     assert ok.events and all(event.rho <= 0.5 for event in ok.events[:1])
 
