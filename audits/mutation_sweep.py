@@ -14,8 +14,14 @@ random sample, and for each mutant:
    exception outside the audits, a timeout) is **crashed** — counted apart, never as a catch.
 
 The kill rate is reported with a Clopper–Pearson 95 % interval over the sample, among the
-mutants the audits reach and among all; survivors are listed for triage (equivalent, or why no
-audit sees them). Run it with ``python -m audits.mutation_sweep --sample 150 --out DIR``.
+mutants the audits reach and among all. Survivors are triaged in a committed table,
+``audits/mutation_triage.toml`` (:func:`load_triage`): each entry names a mutant by module,
+function, operator and mutated line (not by line number, so it outlives edits elsewhere) and
+says whether it is **equivalent** (no input changes what the code returns or raises — with the
+argument) or **unseen** (a real change no audit can see, and why). Argued-equivalent survivors
+leave the denominator of the score, unseen ones stay in it as survivors; both scores are
+printed. Run it with ``python -m audits.mutation_sweep --sample 200 --out DIR``; re-score an
+earlier run against today's triage with ``--report DIR/mutation_sweep.json``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +47,17 @@ from scipy import stats
 
 __all__ = [
     "TARGETS",
+    "TRIAGE",
     "MutantRun",
     "Mutation",
+    "TriageEntry",
     "clopper_pearson",
     "draw_sample",
     "generate_mutations",
+    "load_triage",
     "main",
     "run_sweep",
+    "score",
 ]
 
 #: The privacy-critical modules (issue 16): samplers, accountant and events, quantile and
@@ -64,6 +75,9 @@ TARGETS: tuple[str, ...] = (
     "secagg/graph_parameters.py",
 )
 _PACKAGES = ("secagg", "dpquantile", "protocols", "audits")
+#: The committed triage of surviving mutants.
+TRIAGE = Path(__file__).with_name("mutation_triage.toml")
+_TRIAGE_VERDICTS = ("equivalent", "unseen")
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,108 @@ class MutantRun:
     changed_line: str
     seconds: float
     note: str = ""
+
+
+@dataclass(frozen=True)
+class TriageEntry:
+    """One triaged survivor: ``verdict`` is ``"equivalent"`` (no input changes what the code
+    returns or raises) or ``"unseen"`` (a real change no audit can see); ``why`` argues it."""
+
+    module: str
+    function: str
+    operator: str
+    line: str
+    verdict: str
+    why: str
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What names the mutant: module, function, operator, mutated line (stripped)."""
+        return (self.module, self.function, self.operator, self.line.strip())
+
+
+def _run_key(run: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    m = run["mutation"]
+    return (m["module"], m["definition"], m["operator"], str(run["changed_line"]).strip())
+
+
+_TriageTable = Mapping[tuple[str, str, str, str], TriageEntry]
+
+
+def load_triage(path: Path = TRIAGE) -> dict[tuple[str, str, str, str], TriageEntry]:
+    """The triage table: ``[[mutant]]`` entries with ``module``, ``function``, ``operator``,
+    ``line`` (the mutated line as the sweep prints it), ``verdict`` and ``why``.
+
+    Raises ``ValueError`` on an entry with a missing field, an unknown verdict, an empty
+    argument or a duplicate key.
+
+    Examples
+    --------
+    >>> entries = load_triage()
+    >>> all(e.verdict in ("equivalent", "unseen") and e.why for e in entries.values())
+    True
+    """
+    raw = tomllib.loads(path.read_text(encoding="utf-8")).get("mutant", [])
+    entries: dict[tuple[str, str, str, str], TriageEntry] = {}
+    fields = ("module", "function", "operator", "line", "verdict", "why")
+    for index, item in enumerate(raw):
+        missing = [f for f in fields if not isinstance(item.get(f), str)]
+        if missing or set(item) - set(fields):
+            raise ValueError(
+                f"{path.name} entry {index}: needs string fields {fields}; "
+                f"missing {missing}, unknown {sorted(set(item) - set(fields))}"
+            )
+        entry = TriageEntry(**{f: item[f] for f in fields})
+        if entry.verdict not in _TRIAGE_VERDICTS:
+            raise ValueError(
+                f"{path.name} entry {index}: verdict must be one of {_TRIAGE_VERDICTS}; "
+                f"got {entry.verdict!r}"
+            )
+        if not entry.why.strip():
+            raise ValueError(f"{path.name} entry {index}: 'why' must argue the verdict")
+        if entry.key in entries:
+            raise ValueError(f"{path.name} entry {index}: a second entry for {entry.key}")
+        entries[entry.key] = entry
+    return entries
+
+
+def score(runs: Sequence[Mapping[str, Any]], triage: _TriageTable) -> dict[str, Any]:
+    """The mutation score of a sweep's runs under a triage table.
+
+    The denominator is every non-equivalent mutant the audits execute: killed, raised and
+    survived ones, less the survivors triaged **equivalent**. Reported two ways, each with a
+    Clopper–Pearson 95 % interval: by an audit's verdict, and counting the raised ones too
+    (an audit that FAILs because the implementation raised under it — cosmic-ray's own rule
+    counts any failing test run as a kill). Survivors with no triage entry are listed.
+
+    Examples
+    --------
+    >>> run = {"mutation": {"module": "m.py", "definition": "f", "operator": "op"},
+    ...        "changed_line": "x = a ^ b", "status": "survived"}
+    >>> why = TriageEntry("m.py", "f", "op", "x = a ^ b", "equivalent", "a, b disjoint")
+    >>> score([run, {**run, "status": "killed"}], {why.key: why})["by_verdict"][:2]
+    [1, 1]
+    >>> score([run], {})["untriaged"]
+    1
+    """
+    statuses = [r["status"] for r in runs]
+    survivors = [r for r in runs if r["status"] == "survived"]
+    verdicts = [triage[_run_key(r)].verdict if _run_key(r) in triage else "" for r in survivors]
+    argued = verdicts.count("equivalent")
+    killed, raised = statuses.count("killed"), statuses.count("raised")
+    denominator = killed + raised + len(survivors) - argued
+    return {
+        "survived": len(survivors),
+        "argued_equivalent": argued,
+        "unseen": verdicts.count("unseen"),
+        "untriaged": verdicts.count(""),
+        "by_verdict": [killed, denominator, *clopper_pearson(killed, denominator)],
+        "with_raised": [
+            killed + raised,
+            denominator,
+            *clopper_pearson(killed + raised, denominator),
+        ],
+    }
 
 
 def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
@@ -406,6 +522,7 @@ def _summary(
     }
 
 
+
 def draw_sample(
     mutations: Sequence[Mutation], sample: int, *, seed: int, skip: int = 0
 ) -> list[Mutation]:
@@ -484,9 +601,12 @@ def run_sweep(
     return summary()
 
 
-def _markdown(summary: dict[str, Any]) -> str:
+def _markdown(summary: dict[str, Any], triage: _TriageTable) -> str:
     killed, reached, low, high = summary["kill_rate_reached"]
     k_all, applied, low_all, high_all = summary["kill_rate_all"]
+    scored = score(summary["runs"], triage)
+    v_kill, v_den, v_low, v_high = scored["by_verdict"]
+    r_kill, _, r_low, r_high = scored["with_raised"]
     lines = [
         "# Generated mutants against the fast audit suite",
         "",
@@ -500,6 +620,13 @@ def _markdown(summary: dict[str, Any]) -> str:
         f"- killed among all applied mutants: {k_all}/{applied} "
         f"(95 % CI {100 * low_all:.1f}–{100 * high_all:.1f} %)",
         f"- counts: {summary['counts']}",
+        f"- **score** over the {v_den} non-equivalent mutants the audits execute (survivors "
+        f"triaged equivalent in `{TRIAGE.name}` removed: {scored['argued_equivalent']}; unseen: "
+        f"{scored['unseen']}; not yet triaged: {scored['untriaged']}): by verdict "
+        f"**{v_kill}/{v_den} = {100 * v_kill / max(v_den, 1):.1f} %** "
+        f"(95 % CI {100 * v_low:.1f}–{100 * v_high:.1f} %); counting raised "
+        f"**{r_kill}/{v_den} = {100 * r_kill / max(v_den, 1):.1f} %** "
+        f"(95 % CI {100 * r_low:.1f}–{100 * r_high:.1f} %)",
         "",
         "| status | module:line | function | operator | mutated line | audits failed / note |",
         "|---|---|---|---|---|---|",
@@ -516,6 +643,11 @@ def _markdown(summary: dict[str, Any]) -> str:
     for run in sorted(summary["runs"], key=lambda r: (order[r["status"]], r["mutation"]["module"])):
         m = run["mutation"]
         detail = ", ".join(map(str, run["failed_audits"])) or run["note"]
+        entry = triage.get(_run_key(run)) if run["status"] == "survived" else None
+        if entry is not None:
+            detail = f"{entry.verdict}: {entry.why}"
+        elif run["status"] == "survived":
+            detail = "not triaged"
         code = run["changed_line"].replace("|", "\\|")
         lines.append(
             f"| {run['status']} | {m['module']}:{m['line']} | {m['definition']} | "
@@ -544,7 +676,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--skip", type=int, default=0, help="leave out the first N of the seeded sample"
     )
+    parser.add_argument(
+        "--triage",
+        type=Path,
+        default=TRIAGE,
+        help="the triage table of survivors (default: the committed one)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="an earlier mutation_sweep.json: re-score it under --triage and write --out (no run)",
+    )
     args = parser.parse_args(argv)
+    try:
+        triage = load_triage(args.triage)
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as error:
+        print(f"mutation_sweep: bad triage table {args.triage}: {error}", file=sys.stderr)
+        return 2
+
+    def write(summary: dict[str, Any]) -> None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        summary = {**summary, "score": score(summary["runs"], triage)}
+        (args.out / "mutation_sweep.json").write_text(json.dumps(summary, indent=1))
+        (args.out / "mutation_sweep.md").write_text(_markdown(summary, triage))
+
+    def report(summary: dict[str, Any]) -> int:
+        write(summary)
+        scored = score(summary["runs"], triage)
+        v_kill, den, v_low, v_high = scored["by_verdict"]
+        r_kill, _, r_low, r_high = scored["with_raised"]
+        print(
+            f"\nscore over {den} non-equivalent mutants the audits execute: by verdict "
+            f"{v_kill}/{den} (95 % CI {100 * v_low:.1f}–{100 * v_high:.1f} %), counting raised "
+            f"{r_kill}/{den} (95 % CI {100 * r_low:.1f}–{100 * r_high:.1f} %); "
+            f"{summary['counts']}; wrote {args.out}/mutation_sweep.md"
+        )
+        return 0
+
+    if args.report is not None:
+        try:
+            earlier = json.loads(args.report.read_text())
+            _markdown(earlier, triage)  # every field the report reads
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"mutation_sweep: cannot read sweep {args.report}: {error!r}", file=sys.stderr)
+            return 2
+        return report(earlier)
     only = None
     if args.rerun is not None:
         wanted = {s.strip() for s in args.status.split(",")}
@@ -556,12 +733,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-
-    def write(summary: dict[str, Any]) -> None:
-        (args.out / "mutation_sweep.json").write_text(json.dumps(summary, indent=1))
-        (args.out / "mutation_sweep.md").write_text(_markdown(summary))
-
     summary = run_sweep(
         args.source,
         sample=args.sample,
@@ -571,14 +742,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         only=only,
         skip=args.skip,
     )
-    write(summary)
-    killed, reached, low, high = summary["kill_rate_reached"]
-    print(
-        f"\nkilled {killed}/{reached} reached mutants "
-        f"(95 % CI {100 * low:.1f}–{100 * high:.1f} %); {summary['counts']}; "
-        f"wrote {args.out}/mutation_sweep.md"
-    )
-    return 0
+    return report(summary)
 
 
 if __name__ == "__main__":

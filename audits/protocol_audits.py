@@ -494,6 +494,33 @@ def _shamir_threshold(sharing: SecretSharingUnderTest, seed: int, trials: int) -
     return sorted(set(findings))
 
 
+def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
+    """What a sharing must refuse (over Z_7, t = 2): a point ≡ 0 (mod p), whose share is the
+    secret itself; a point ≡ another point (two parties get one share); a secret outside Z_p
+    (shared as its residue, reconstructed as a different secret). Refusing = raising; a
+    fixed-field target (``share_in_field`` returns ``None``) is not asked."""
+    prime = 7
+    cases: list[tuple[int, tuple[int, ...], str]] = [
+        (3, (0, 1, 2), "a share at point 0 (the secret itself)"),
+        (3, (1, 2, prime), f"a share at point {prime} ≡ 0 (the secret itself)"),
+        (3, (1, 2, prime + 1), f"shares at points 1 and {prime + 1} ≡ 1 (one share twice)"),
+        (prime, (1, 2, 3), f"shares of the secret {prime}, outside Z_{prime}"),
+        (-1, (1, 2, 3), f"shares of the secret −1, outside Z_{prime}"),
+    ]
+    findings: list[str] = []
+    for secret, points, what in cases:
+        try:
+            rows = sharing.share_in_field(
+                secret, copies=1, threshold=2, points=points, prime=prime, seed=0
+            )
+        except Exception:  # any refusal will do; what it raises is the target's
+            continue
+        if rows is None:
+            return 0, []
+        findings.append(f"Shamir over Z_{prime}: handed out {what} instead of refusing")
+    return len(cases), findings
+
+
 # Ring widths of every storage class: ≤ 32 bits (uint32 words), 33–63 and 64 (uint64 words).
 _MASK_BITS = (1, 2, 3, 4, 5, 31, 32, 33, 48, 63, 64)
 _MASKED_INPUT_BITS = (2, 3, 4, 33, 64)
@@ -819,8 +846,9 @@ def audit_shamir_masks_graph(
 
     * Shamir perfect secrecy, exhaustively over Z_5 and Z_7 (every polynomial, every secret,
       every set of t − 1 holders); the real sharing over Z_7 gives t − 1 holders a uniform view
-      whatever the secret (χ², so the coefficients are drawn uniformly); and correctness: any t
-      shares reconstruct, t − 1 do not.
+      whatever the secret (χ², so the coefficients are drawn uniformly); correctness: any t
+      shares reconstruct, t − 1 do not; and refusals: no share at a point ≡ 0 (mod p) — it is
+      the secret — nor two at congruent points, nor a sharing of a secret outside Z_p.
     * Masks: χ² uniformity on Z_M for rings of every width class, M = 2^b with b ∈ {1, …, 5,
       31, 32, 33, 48, 63, 64} (2^16 entries each; above 5 bits per 4-bit slice: low, middle,
       top, and across bit 32 of a 64-bit word); one seed in two sessions gives two masks;
@@ -863,7 +891,10 @@ def audit_shamir_masks_graph(
         samples += sampled
         threshold = _shamir_threshold(sharing, seed, 20 if tier == "fast" else 200)
         findings.extend(threshold)
-        samples += checked + (20 if tier == "fast" else 200)
+        refusals, refusal_findings = _shamir_refusals(sharing)
+        findings.extend(refusal_findings)
+        details["shamir_refusals_checked"] = refusals or "n/a: fixed field"
+        samples += checked + (20 if tier == "fast" else 200) + refusals
     if masks is not None:
         count, mask_findings, mask_details = _mask_checks(masks, tier, seed)
         findings.extend(mask_findings)

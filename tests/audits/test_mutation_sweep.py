@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from audits.mutation_sweep import (
+    TARGETS,
     Mutation,
+    TriageEntry,
     _statement_line,
     clopper_pearson,
     draw_sample,
     generate_mutations,
+    load_triage,
     run_sweep,
+    score,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,3 +78,96 @@ def test_skipping_leaves_the_rest_of_the_same_seeded_sample() -> None:
     assert len(set(whole)) == 50 and whole != draw_sample(pool, 50, seed=4)
     with pytest.raises(ValueError, match="skip"):
         draw_sample(pool, 5, seed=0, skip=-1)
+
+
+def _survivor(line: str = "x = a ^ b", status: str = "survived") -> dict[str, object]:
+    """One run as a sweep's JSON records it."""
+    mutation = {"module": "m.py", "operator": "core/Op", "occurrence": 0, "line": 3}
+    return {
+        "mutation": {**mutation, "definition": "f"},
+        "status": status,
+        "failed_audits": [4] if status == "killed" else [],
+        "changed_line": line,
+        "seconds": 1.0,
+        "note": "",
+    }
+
+
+def test_argued_equivalent_survivors_leave_the_denominator_unseen_ones_stay() -> None:
+    equivalent = TriageEntry("m.py", "f", "core/Op", "x = a ^ b", "equivalent", "a, b disjoint")
+    unseen = TriageEntry("m.py", "f", "core/Op", "y = 2", "unseen", "no audit reads y")
+    triage = {equivalent.key: equivalent, unseen.key: unseen}
+    runs = [
+        _survivor(),
+        _survivor("y = 2"),
+        _survivor("z = 3"),
+        *[_survivor("k", "killed")] * 6,
+        *[_survivor("r", "raised")] * 2,
+        _survivor("n", "not reached"),
+    ]
+    scored = score(runs, triage)
+    assert scored["by_verdict"][:2] == [6, 10]  # 6 killed + 2 raised + 3 survived − 1 equivalent
+    assert scored["with_raised"][:2] == [8, 10]
+    assert (scored["argued_equivalent"], scored["unseen"], scored["untriaged"]) == (1, 1, 1)
+    # Without the table every survivor counts against the score.
+    assert score(runs, {})["by_verdict"][:2] == [6, 11]
+    # A triage entry matches the mutated line, not a different mutant of the same function.
+    assert score([_survivor("x = a | b")], triage)["untriaged"] == 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('verdict = "harmless"\nwhy = "x"', "verdict must be one of"),
+        ('verdict = "equivalent"\nwhy = "  "', "must argue"),
+        ('verdict = "equivalent"', "missing"),
+        ('verdict = "equivalent"\nwhy = "x"\nextra = "y"', "unknown"),
+    ],
+)
+def test_a_malformed_triage_entry_is_refused(tmp_path: Path, entry: str, message: str) -> None:
+    head = '[[mutant]]\nmodule = "m.py"\nfunction = "f"\noperator = "op"\nline = "x = 1"\n'
+    path = tmp_path / "triage.toml"
+    path.write_text(head + entry + "\n")
+    with pytest.raises(ValueError, match=message):
+        load_triage(path)
+
+
+def test_a_mutant_triaged_twice_is_refused(tmp_path: Path) -> None:
+    one = '[[mutant]]\nmodule = "m.py"\nfunction = "f"\noperator = "op"\nline = "x = 1"\n'
+    one += 'verdict = "unseen"\nwhy = "x"\n'
+    path = tmp_path / "triage.toml"
+    path.write_text(one + one)
+    with pytest.raises(ValueError, match="second entry"):
+        load_triage(path)
+
+
+def test_every_committed_triage_entry_names_a_function_of_a_target_module() -> None:
+    import ast  # noqa: PLC0415
+
+    for entry in load_triage().values():
+        assert entry.module in TARGETS, entry
+        tree = ast.parse((ROOT / entry.module).read_text())
+        names = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        assert entry.function in names | {""}, entry
+
+
+def test_report_rescores_an_earlier_sweep_without_running_it(tmp_path: Path) -> None:
+    from audits.mutation_sweep import main  # noqa: PLC0415
+
+    earlier = {"runs": [_survivor(), _survivor("k", "killed")], "counts": {}, "sample": 2}
+    earlier.update(
+        generated=2, planned=2, seed=0, kill_rate_reached=[1, 2, 0.0, 1.0],
+        kill_rate_all=[1, 2, 0.0, 1.0],
+    )
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps(earlier))
+    out = tmp_path / "out"
+    assert main(["--report", str(sweep), "--out", str(out)]) == 0
+    written = json.loads((out / "mutation_sweep.json").read_text())
+    assert written["score"]["by_verdict"][:2] == [1, 2]
+    assert "not triaged" in (out / "mutation_sweep.md").read_text()
+    assert main(["--report", str(tmp_path / "missing.json"), "--out", str(out)]) == 2

@@ -1,0 +1,84 @@
+"""Audit 8's refusals: a sharing must never hand out a share at a point ≡ 0 (the secret), two
+shares at congruent points, or shares of a secret outside the field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from audits.ours import OurTarget
+from audits.protocol_audits import _shamir_refusals, audit_shamir_masks_graph
+from secagg.randomness import KeystreamRandom
+
+
+class _Unchecked:
+    """Shamir over Z_p with no input checks: Horner evaluation at whatever it is given."""
+
+    secret_bytes = 32
+
+    def share(self, secret: bytes, threshold: int, num_shares: int, seed: int) -> list[Any]:
+        raise NotImplementedError
+
+    def reconstruct(self, shares: Sequence[Any]) -> bytes | None:
+        raise NotImplementedError
+
+    def evaluate(
+        self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int
+    ) -> list[int] | None:
+        raise NotImplementedError
+
+    def share_in_field(
+        self,
+        secret: int,
+        *,
+        copies: int,
+        threshold: int,
+        points: Sequence[int],
+        prime: int,
+        seed: int,
+    ) -> NDArray[np.int64] | None:
+        slopes = (KeystreamRandom(seed).uint64(copies) % np.uint64(prime)).astype(np.int64)
+        return np.array([(secret + slopes * x) % prime for x in points], dtype=np.int64)
+
+
+def test_our_sharing_refuses_every_case() -> None:
+    assert _shamir_refusals(OurTarget().secret_sharing()) == (5, [])  # type: ignore[arg-type]
+
+
+def test_a_sharing_without_input_checks_hands_out_the_secret_at_point_zero() -> None:
+    sharing = _Unchecked()
+    rows = sharing.share_in_field(3, copies=1, threshold=2, points=(0, 1, 2), prime=7, seed=0)
+    assert rows is not None and int(rows[0, 0]) == 3  # the share at 0 is the secret
+    checked, findings = _shamir_refusals(sharing)
+    assert checked == 5 and len(findings) == 5
+    assert any("point 0 (the secret itself)" in f for f in findings)
+    assert any("outside Z_7" in f for f in findings)
+
+
+def test_a_fixed_field_sharing_is_not_asked() -> None:
+    class Fixed(_Unchecked):
+        def share_in_field(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+            return None
+
+    assert _shamir_refusals(Fixed()) == (0, [])
+
+
+@pytest.mark.parametrize("point", [0, 7])
+def test_audit_8_fails_a_sharing_that_accepts_a_point_congruent_to_zero(
+    monkeypatch: pytest.MonkeyPatch, point: int
+) -> None:
+    import secagg.shamir as shamir  # noqa: PLC0415
+
+    checked = shamir._check_points
+
+    def lets_one_through(points: Sequence[int], prime: int) -> tuple[int, ...]:
+        return checked([x for x in points if x != point], prime) and tuple(points)
+
+    monkeypatch.setattr(shamir, "_check_points", lets_one_through)
+    result = audit_shamir_masks_graph(OurTarget())
+    assert result.verdict.value == "fail"
+    assert any(f"point {point}" in f for f in result.findings)
