@@ -607,8 +607,10 @@ class _OurGraph:
     failure_log2 = -20.0
     security_bits = 40.0
     # secagg_plus_parameters claims the smallest even degree meeting both bounds (audit 8 checks
-    # that k − 2 meets them with no threshold).
+    # that k − 2 meets them with no threshold) and, at it, the smallest valid threshold but 2
+    # rather than 1 (audit 8 recomputes it).
     claims_smallest_degree = True
+    claims_smallest_threshold = True
 
     def parameters(
         self, num_clients: int, dropout_rate: float, corruption_rate: float

@@ -761,30 +761,89 @@ def _feasible_threshold(
 ) -> int | None:
     """A threshold t for which degree k meets both bounds, or ``None``. Secrecy falls and the
     recovery failure grows with t, so only the smallest t meeting security can work."""
+    low = _smallest_secure_threshold(n, dropped, corrupt, k, security=security)
+    if low is None:
+        return None
+    recovery = n * _hypergeometric_tail(n - 1, dropped, k, k - low + 1)
+    return low if recovery <= failure else None
+
+
+def _smallest_secure_threshold(
+    n: int, dropped: int, corrupt: int, k: int, *, security: Fraction | float
+) -> int | None:
+    """The smallest t with secrecy + disconnection ≤ ``security`` at degree k (secrecy falls as
+    t grows), or ``None``."""
     _, _, disconnection = _harary_bounds(n, dropped, corrupt, k, 1)
     if disconnection > security:
         return None
     low, high = 1, k
     if n * _hypergeometric_tail(n - 1, corrupt, k, high) + disconnection > security:
         return None
-    while low < high:  # the smallest t with secrecy + disconnection ≤ security
+    while low < high:
         middle = (low + high) // 2
         if n * _hypergeometric_tail(n - 1, corrupt, k, middle) + disconnection <= security:
             high = middle
         else:
             low = middle + 1
-    recovery = n * _hypergeometric_tail(n - 1, dropped, k, k - low + 1)
-    return low if recovery <= failure else None
+    return low
+
+
+def _threshold_claim(
+    n: int,
+    dropped: int,
+    corrupt: int,
+    k: int,
+    t: int,
+    *,
+    failure: Fraction | float,
+    security: Fraction | float,
+) -> str | None:
+    """What is wrong with t against the claim "the smallest threshold meeting both bounds, but
+    2 rather than 1 when 2 also meets them" (``claims_smallest_threshold``), or ``None``."""
+    if k >= n - 1:  # complete graph: t must exceed the corrupt, at most the surviving neighbours
+        low, high = corrupt + 1, n - 1 - dropped
+    else:
+        found = _smallest_secure_threshold(n, dropped, corrupt, k, security=security)
+        if found is None:
+            return None  # the bound checks report it
+        low = found
+        # Recovery failure grows with t: 2 is valid when its recovery bound holds.
+        high = 2 if n * _hypergeometric_tail(n - 1, dropped, k, k - 1) <= failure else 1
+    expected = 2 if low == 1 and high >= 2 else low
+    if t != expected:
+        return f"t={t} is not the claimed threshold (smallest valid, 2 over 1): t={expected}"
+    return None
+
+
+def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float], ...]]:
+    """Audit 8's (n, δ, γ) grid: sizes spread geometrically from 5 to 5 000 (fast; 30 000
+    deep), so that complete graphs, thresholds 1 and 2, the smallest Harary graphs and large
+    sparse graphs are all met; rate pairs from none to heavy, several making n·rate
+    non-integer (the ⌊n·rate + 1/2⌋ rounding). The exact checks cost ≈ 1 ms a cell."""
+    top, count = (5000, 32) if tier == "fast" else (30_000, 64)
+    sizes = tuple(sorted({round(5 * (top / 5) ** (i / (count - 1))) for i in range(count)}))
+    rates = (
+        (0.1, 0.05),
+        (0.2, 0.1),
+        (0.05, 0.0),
+        (0.123, 0.037),
+        (0.0333, 0.0171),
+        (0.3, 0.2),
+        (0.01, 0.01),
+        (0.25, 0.0),
+        (0.0, 0.15),
+    )
+    return sizes, rates
 
 
 def _graph_checks(
-    graph: GraphParametersUnderTest, tier: Tier
+    graph: GraphParametersUnderTest,
+    tier: Tier,
+    grid: tuple[Sequence[int], Sequence[tuple[float, float]]] | None = None,
 ) -> tuple[int, list[str], list[dict[str, Any]]]:
     findings: list[str] = []
     rows: list[dict[str, Any]] = []
-    sizes = (100, 1000, 5000) if tier == "fast" else (50, 100, 300, 1000, 3000, 10_000, 30_000)
-    # The last two pairs make n·rate non-integer at every size (the ⌊n·rate + 1/2⌋ rounding).
-    rates = ((0.1, 0.05), (0.2, 0.1), (0.05, 0.0), (0.123, 0.037), (0.0333, 0.0171))
+    sizes, rates = grid or _graph_grid(tier)
     failure_limit = Fraction(2) ** Fraction(graph.failure_log2).limit_denominator(1000)
     security_limit = Fraction(2) ** -Fraction(graph.security_bits).limit_denominator(1000)
     for n in sizes:
@@ -798,6 +857,12 @@ def _graph_checks(
                 "k": k,
                 "t": t,
             }
+            if getattr(graph, "claims_smallest_threshold", False):
+                wrong = _threshold_claim(
+                    n, d, c, k, t, failure=failure_limit, security=security_limit
+                )
+                if wrong is not None:
+                    findings.append(f"n={n}, δ={dropout}, γ={corruption}, k={k}: {wrong}")
             if k >= n - 1:
                 # Complete graph: deterministic (t above the corrupt, at most the survivors).
                 ok = c < t <= n - 1 - d
@@ -861,8 +926,10 @@ def audit_shamir_masks_graph(
       the family-wise α = 1e-6 (Bonferroni: a third each to the sampled Shamir views, the masks
       and the masked inputs).
     * SecAgg+ (k, t) against exact hypergeometric bounds recomputed here in rationals (Bell et
-      al. 2020 events: recovery failure, secrecy, disconnection); a picker that claims the
-      smallest even degree must leave none at k − 2 (no t meets both bounds there).
+      al. 2020 events: recovery failure, secrecy, disconnection), on 288 (n, δ, γ) cells
+      (fast; 576 deep); a picker that claims the smallest even degree must leave none at
+      k − 2 (no t meets both bounds there), one that claims the smallest threshold (2 rather
+      than 1 when both are valid) must choose exactly it.
 
     Examples
     --------

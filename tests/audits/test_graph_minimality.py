@@ -29,3 +29,44 @@ def test_ours_is_minimal_and_a_padded_degree_is_caught_only_when_minimality_is_c
     assert padded and all("not the smallest even degree" in f for f in padded)
     _, unclaimed, _ = _graph_checks(_Padded(claims=False), "fast")
     assert not unclaimed  # a larger degree is still secure: only a false claim is a finding
+
+
+class _Threshold:
+    """Our picker's degree with a threshold rule of our choosing."""
+
+    failure_log2 = -20.0
+    security_bits = 40.0
+    claims_smallest_threshold = True
+
+    def __init__(self, rule: str) -> None:
+        self.rule = rule
+
+    def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+        from secagg.graph_parameters import secagg_plus_parameters  # noqa: PLC0415
+
+        chosen = secagg_plus_parameters(n, dropout_rate=dropout, corruption_rate=corruption)
+        low, high = chosen.min_threshold, chosen.max_threshold
+        t = {
+            "claimed": chosen.threshold,
+            "smallest": low,  # 1 although 2 is valid: each neighbour holds the secret
+            "one more": min(low + 1, high),  # valid, secure, but not the claimed rule
+        }[self.rule]
+        return chosen.degree, t
+
+
+def test_the_threshold_is_recomputed_when_the_smallest_is_claimed() -> None:
+    assert not _graph_checks(_Threshold("claimed"), "fast")[1]
+    for rule in ("smallest", "one more"):
+        findings = _graph_checks(_Threshold(rule), "fast")[1]
+        assert findings and all("not the claimed threshold" in f for f in findings), rule
+    # Without the claim, a valid threshold is no finding.
+    unclaimed = _Threshold("one more")
+    unclaimed.claims_smallest_threshold = False
+    assert not _graph_checks(unclaimed, "fast")[1]
+
+
+def test_the_fast_grid_reaches_both_graphs_thresholds_one_and_two_and_non_integer_counts() -> None:
+    _, _, rows = _graph_checks(OurTarget().graph_parameters(), "fast")
+    assert {r["graph"] for r in rows} == {"complete", "harary"}
+    assert {1, 2} <= {r["t"] for r in rows}
+    assert any((r["n"] * r["dropout"]) % 1 for r in rows)
