@@ -436,6 +436,8 @@ class GraphParametersUnderTest(Protocol):
 
     An optional class attribute ``claims_smallest_degree = True`` claims that the degree is the
     smallest even one meeting both bounds; audit 8 then checks that k − 2 meets them with no t.
+    ``claims_smallest_threshold = True`` claims that t is the smallest threshold meeting both
+    bounds at that degree, but 2 rather than 1 when 2 also meets them; audit 8 recomputes it.
 
     Examples
     --------
