@@ -399,23 +399,67 @@ def classify_change(pristine: str, mutated: str) -> str:
     return ""
 
 
+def _changed_line(pristine: bytes, mutated: bytes) -> str:
+    before = pristine.decode().splitlines()
+    after = mutated.decode().splitlines()
+    return next((a.strip() for b, a in zip(before, after, strict=False) if a != b), "")[:160]
+
+
+def _apply(tree: Path, mutation: Mutation) -> None:
+    subprocess.run(
+        ["cosmic-ray", "apply", mutation.module, mutation.operator, str(mutation.occurrence)],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+    )
+
+
+def _relocate(
+    tree: Path, mutations: Sequence[Mutation], wanted: Mapping[Mutation, str]
+) -> tuple[list[Mutation], list[Mutation]]:
+    """Today's counterparts of an earlier sweep's mutations, matched by module, operator,
+    function and the mutated line's text when the source moved (lines added elsewhere shift
+    line numbers and occurrence counts) — and checked by that text even where nothing moved.
+    Returns (found, gone): a mutation whose line no longer exists (the code was changed there)
+    is gone."""
+    found: list[Mutation] = []
+    gone: list[Mutation] = []
+    for old, text in wanted.items():
+        match = None
+        same_kind = [
+            m
+            for m in mutations
+            if (m.module, m.operator, m.definition) == (old.module, old.operator, old.definition)
+        ]
+        # The same place first (the usual case: nothing moved), but always checked by its text.
+        for candidate in sorted(same_kind, key=lambda m: m != old):
+            path = tree / candidate.module
+            pristine = path.read_bytes()
+            try:
+                _apply(tree, candidate)
+                if _changed_line(pristine, path.read_bytes()) == text.strip():
+                    match = candidate
+            finally:
+                path.write_bytes(pristine)
+            if match is not None:
+                break
+        if match is None:
+            gone.append(old)
+        else:
+            found.append(match)
+    return found, gone
+
+
 def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) -> MutantRun:
     path = tree / mutation.module
     pristine = path.read_bytes()
     start = time.perf_counter()
     try:
-        subprocess.run(
-            ["cosmic-ray", "apply", mutation.module, mutation.operator, str(mutation.occurrence)],
-            cwd=tree,
-            check=True,
-            capture_output=True,
-        )
+        _apply(tree, mutation)
         mutated = path.read_bytes()
         if mutated == pristine:
             return MutantRun(mutation, "no change", (), "", time.perf_counter() - start)
-        before = pristine.decode().splitlines()
-        after = mutated.decode().splitlines()
-        changed = next((a.strip() for b, a in zip(before, after, strict=False) if a != b), "")[:160]
+        changed = _changed_line(pristine, mutated)
         kind = classify_change(pristine.decode(), mutated.decode())
         if kind:
             why = {
@@ -552,6 +596,7 @@ def run_sweep(
     on_run: Callable[[dict[str, Any]], None] | None = None,
     only: Sequence[Mutation] | None = None,
     skip: int = 0,
+    relocate: Mapping[Mutation, str] | None = None,
 ) -> dict[str, Any]:
     """Generate, sample and run mutants; the summary and every run (JSON-friendly).
 
@@ -560,9 +605,18 @@ def run_sweep(
     ends the sweep with the mutants already run. ``only``: run exactly these mutations instead
     (a re-run of an earlier sweep's survivors; each must still be generated from ``source``).
     ``skip``: leave out the first ``skip`` of the seeded sample (run the rest of a sweep that
-    was stopped; what is left is again a uniform sample).
+    was stopped; what is left is again a uniform sample). ``relocate``: earlier mutations with
+    the line each changed — re-run their counterparts in today's source, found by that line's
+    text when the source moved; those whose line is gone are listed in ``"gone"``.
     """
     mutations = generate_mutations(source, modules)
+    gone: list[Mutation] = []
+    if relocate is not None:
+        with tempfile.TemporaryDirectory(prefix="secagg-dp-relocate-") as scratch:
+            _copy_tree(source, Path(scratch))
+            only, gone = _relocate(Path(scratch), mutations, relocate)
+        for mutation in gone:
+            print(f"gone (its line changed): {mutation.module}:{mutation.line}", file=sys.stderr)
     if only is not None:
         known = set(mutations)
         missing = [m for m in only if m not in known]
@@ -577,7 +631,8 @@ def run_sweep(
     runs: list[MutantRun] = []
 
     def summary() -> dict[str, Any]:
-        return _summary(mutations, runs, planned=len(chosen), seed=seed, modules=modules)
+        done = _summary(mutations, runs, planned=len(chosen), seed=seed, modules=modules)
+        return {**done, "gone": [dataclasses.asdict(m) for m in gone]}
 
     with tempfile.TemporaryDirectory(prefix="secagg-dp-mutants-") as scratch:
         tree = Path(scratch)
@@ -722,11 +777,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mutation_sweep: cannot read sweep {args.report}: {error!r}", file=sys.stderr)
             return 2
         return report(earlier)
-    only = None
+    relocate = None
     if args.rerun is not None:
         wanted = {s.strip() for s in args.status.split(",")}
         earlier = json.loads(args.rerun.read_text())["runs"]
-        only = [Mutation(**r["mutation"]) for r in earlier if r["status"] in wanted]
+        relocate = {
+            Mutation(**r["mutation"]): str(r["changed_line"])
+            for r in earlier
+            if r["status"] in wanted
+        }
     if shutil.which("cosmic-ray") is None:
         print(
             "mutation_sweep: cosmic-ray is not installed: pip install -e '.[mutation]'",
@@ -739,8 +798,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         timeout=args.timeout,
         on_run=write,
-        only=only,
         skip=args.skip,
+        relocate=relocate,
     )
     return report(summary)
 

@@ -171,3 +171,27 @@ def test_report_rescores_an_earlier_sweep_without_running_it(tmp_path: Path) -> 
     assert written["score"]["by_verdict"][:2] == [1, 2]
     assert "not triaged" in (out / "mutation_sweep.md").read_text()
     assert main(["--report", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+
+
+@needs_cosmic_ray
+def test_a_rerun_finds_a_mutation_by_its_line_when_the_source_moved(tmp_path: Path) -> None:
+    from audits.mutation_sweep import _copy_tree, _relocate  # noqa: PLC0415
+
+    module = "secagg/ring.py"
+    before = generate_mutations(ROOT, (module,))
+    old = next(m for m in before if m.operator.endswith("ReplaceBinaryOperator_Sub_Add"))
+    text = (ROOT / module).read_text().splitlines()[old.line - 1]
+    _copy_tree(ROOT, tmp_path)
+    path = tmp_path / module
+    source = path.read_text()
+    path.write_text("# a line added above everything\n" + source)
+    after = generate_mutations(tmp_path, (module,))
+    assert old not in after  # its line number moved
+    changed = text.strip().replace(" - ", " + ", 1)
+    found, gone = _relocate(tmp_path, after, {old: changed})
+    assert not gone and len(found) == 1
+    assert found[0].line == old.line + 1 and found[0].operator == old.operator
+    # Change the mutated line itself: the mutation is gone, not silently swapped for another.
+    path.write_text(source.replace(text, text.replace(" - ", " - 0 - ", 1)))
+    found, gone = _relocate(tmp_path, generate_mutations(tmp_path, (module,)), {old: changed})
+    assert gone == [old] and not found
