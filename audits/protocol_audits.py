@@ -497,21 +497,23 @@ def _shamir_threshold(sharing: SecretSharingUnderTest, seed: int, trials: int) -
 def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
     """What a sharing must refuse (over Z_7, t = 2): a point ≡ 0 (mod p), whose share is the
     secret itself; a point ≡ another point (two parties get one share); a secret outside Z_p
-    (shared as its residue, reconstructed as a different secret). Refusing = raising; a
-    fixed-field target (``share_in_field`` returns ``None``) is not asked."""
+    (shared as its residue, reconstructed as a different secret); a composite modulus.
+    Refusing = raising; a fixed-field target (``share_in_field`` returns ``None``) is not
+    asked."""
     prime = 7
-    cases: list[tuple[int, tuple[int, ...], str]] = [
-        (3, (0, 1, 2), "a share at point 0 (the secret itself)"),
-        (3, (1, 2, prime), f"a share at point {prime} ≡ 0 (the secret itself)"),
-        (3, (1, 2, prime + 1), f"shares at points 1 and {prime + 1} ≡ 1 (one share twice)"),
-        (prime, (1, 2, 3), f"shares of the secret {prime}, outside Z_{prime}"),
-        (-1, (1, 2, 3), f"shares of the secret −1, outside Z_{prime}"),
+    cases: list[tuple[int, tuple[int, ...], int, str]] = [
+        (3, (0, 1, 2), prime, "a share at point 0 (the secret itself)"),
+        (3, (1, 2, prime), prime, f"a share at point {prime} ≡ 0 (the secret itself)"),
+        (3, (1, 2, 8), prime, "shares at points 1 and 8 ≡ 1 (one share twice)"),
+        (prime, (1, 2, 3), prime, f"shares of the secret {prime}, outside Z_{prime}"),
+        (-1, (1, 2, 3), prime, f"shares of the secret −1, outside Z_{prime}"),
+        (3, (1, 2, 3), 9, "shares over Z_9, which is not a field (no unique interpolation)"),
     ]
     findings: list[str] = []
-    for secret, points, what in cases:
+    for secret, points, modulus, what in cases:
         try:
             rows = sharing.share_in_field(
-                secret, copies=1, threshold=2, points=points, prime=prime, seed=0
+                secret, copies=1, threshold=2, points=points, prime=modulus, seed=0
             )
         except Exception:  # any refusal will do; what it raises is the target's
             continue
@@ -913,7 +915,7 @@ def audit_shamir_masks_graph(
       every set of t − 1 holders); the real sharing over Z_7 gives t − 1 holders a uniform view
       whatever the secret (χ², so the coefficients are drawn uniformly); correctness: any t
       shares reconstruct, t − 1 do not; and refusals: no share at a point ≡ 0 (mod p) — it is
-      the secret — nor two at congruent points, nor a sharing of a secret outside Z_p.
+      the secret — nor two at congruent points, a secret outside Z_p or a composite modulus.
     * Masks: χ² uniformity on Z_M for rings of every width class, M = 2^b with b ∈ {1, …, 5,
       31, 32, 33, 48, 63, 64} (2^16 entries each; above 5 bits per 4-bit slice: low, middle,
       top, and across bit 32 of a 64-bit word); one seed in two sessions gives two masks;

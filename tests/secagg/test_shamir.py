@@ -91,3 +91,22 @@ def test_lagrange_cache_and_validation() -> None:
         shamir.share([1], [0, 2], 2, KeystreamRandom(seed=0))
     with pytest.raises(ValueError, match="inconsistent"):
         shamir.join_secret([2**30 - 1] * 9, 32)
+
+
+def test_every_prime_is_accepted_as_a_field_and_no_composite() -> None:
+    """The field check against a sieve (every n < 20 000) and the Miller–Rabin range's edges:
+    17 — a Miller–Rabin base — was once refused (its base was ≡ 0 mod n)."""
+    from secagg.shamir import _check_prime, _is_prime  # noqa: PLC0415
+
+    limit = 20_000
+    composite = np.zeros(limit, dtype=bool)
+    composite[:2] = True
+    for p in range(2, int(limit**0.5) + 1):
+        if not composite[p]:
+            composite[p * p :: p] = True
+    wrong = [n for n in range(3, limit) if _is_prime(n) == bool(composite[n])]
+    assert wrong == []
+    assert _check_prime(17) == 17 and _check_prime(2**31 - 1) == 2**31 - 1
+    # Strong pseudoprimes to small bases and Carmichael numbers are composite.
+    for n in (561, 1105, 2047, 3215031751, 2152302898747, 3474749660383, 2**31 - 3):
+        assert not _is_prime(n), n
