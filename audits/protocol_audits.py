@@ -11,6 +11,7 @@ degree and threshold against exact hypergeometric bounds recomputed here.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import math
@@ -292,6 +293,59 @@ def _run_machine(
     return examples, None
 
 
+def _retransmission_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]]:
+    """Honest rounds in which every message to the server arrives three times while its phase is
+    open: the same object again (an in-process retry) and an equal copy (a network
+    retransmission, decoded anew). A retransmission is no fault: each round must complete with
+    the exact total of all clients, and the server must refuse no copy. Both threat models the
+    target runs; complete and SecAgg+ graphs."""
+    findings: list[str] = []
+    rounds = 0
+    for threat_model in sans_io.threat_models:
+        for n, degree, threshold in ((5, None, 3), (7, 4, 3)):
+            rounds += 1
+            clients, server, inputs, pool = sans_io.setup(
+                n=n,
+                degree=degree,
+                threshold=threshold,
+                bits=16,
+                dimension=3,
+                seed=seed + rounds,
+                threat_model=threat_model,
+            )
+            where = f"{threat_model}, n={n}, {'complete' if degree is None else f'k={degree}'}"
+            faults: list[str] = []
+            for _ in range(10_000):  # a bound, never reached by a round that terminates
+                if sans_io.server_outcome(server) != "running":
+                    break
+                if not pool:
+                    pool = sans_io.close_phase(server)
+                    if not pool:
+                        break
+                    continue
+                message = pool.pop(0)
+                if not sans_io.to_server(message):
+                    pool.extend(sans_io.client_receive(clients[sans_io.peer(message)], message))
+                    continue
+                for delivered in (message, message, copy.deepcopy(message)):
+                    try:
+                        pool.extend(sans_io.server_receive(server, delivered))
+                    except sans_io.peer_error as error:
+                        faults.append(f"{type(message).__name__}: {error}")
+            if faults:
+                findings.append(f"retransmission ({where}) refused as a fault: {faults[0]}"[:300])
+            if sans_io.server_outcome(server) != "completed":
+                findings.append(f"retransmission ({where}): the round did not complete")
+                continue
+            total, survivors = sans_io.server_total(server)
+            expected = sum(inputs.values()) % np.uint64(1 << 16)
+            if sorted(survivors) != sorted(clients) or not np.array_equal(
+                np.asarray(total, dtype=np.uint64) % np.uint64(1 << 16), expected
+            ):
+                findings.append(f"retransmission ({where}): wrong total or survivors {survivors}")
+    return rounds, findings
+
+
 def _round_checks(secure_sum: SecureSumUnderTest, seed: int, rounds: int) -> list[str]:
     findings: list[str] = []
     rng = np.random.default_rng(seed)
@@ -337,9 +391,10 @@ def audit_secure_sum(
     dropout return exactly the survivors' sum; a client asked for both shares of a survivor
     refuses; a round survives one client going silent before each phase; a sum that cannot fit
     the modulus is refused rather than wrapped, and (ours) a sum at the very edge of the plan's
-    headroom does not wrap. Deterministic
-    verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides the tier's
-    number of state-machine examples (fast 60 × 25 steps, deep 1500 × 50).
+    headroom does not wrap; honest rounds in which every message to the server arrives again
+    while its phase is open (same object, equal copy) complete exactly, no copy a fault.
+    Deterministic verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides
+    the tier's number of state-machine examples (fast 60 × 25 steps, deep 1500 × 50).
 
     Examples
     --------
@@ -363,6 +418,11 @@ def audit_secure_sum(
         details["state_machine_steps"] = _EXAMPLES[tier][1]
         if failure:
             findings.append(failure)
+        with quiet_library_warnings():
+            retransmitted, retransmission_findings = _retransmission_checks(sans_io, seed)
+        details["retransmission_rounds"] = retransmitted
+        samples += retransmitted
+        findings.extend(retransmission_findings)
     else:
         details["state_machine"] = "n/a: the target has no sans-I/O parties"
     if secure_sum is not None:
