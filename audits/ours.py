@@ -620,6 +620,14 @@ class _OurGraph:
         )
         return int(chosen.degree), int(chosen.threshold)
 
+    def reported_bounds(
+        self, num_clients: int, dropout_rate: float, corruption_rate: float
+    ) -> tuple[float, float]:
+        chosen = secagg.graph_parameters.secagg_plus_parameters(
+            num_clients, dropout_rate=dropout_rate, corruption_rate=corruption_rate
+        )
+        return float(chosen.log2_failure), float(chosen.security_bits)
+
 
 class _OurNoisyAverage:
     def noisy_average(

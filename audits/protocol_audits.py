@@ -877,6 +877,37 @@ def _threshold_claim(
     return None
 
 
+def _log2(value: Fraction) -> float:
+    """log2 of a non-negative rational, exactly enough for any size (−inf at 0)."""
+    if value == 0:
+        return -math.inf
+    shift = value.numerator.bit_length() - value.denominator.bit_length()
+    scaled = value / Fraction(2) ** shift  # in (1/2, 2): a float loses nothing that matters
+    return shift + math.log2(float(scaled))
+
+
+def _reported_bound_errors(
+    reported: tuple[float, float], recovery: Fraction, secrecy: Fraction, disconnection: Fraction
+) -> list[str]:
+    """A picker's reported (log2 recovery failure, security bits) against the exact bounds of
+    its choice: log2 min(1, recovery) and −log2(min(1, secrecy) + min(1, disconnection))."""
+    exact = (
+        _log2(min(Fraction(1), recovery)),
+        -_log2(min(Fraction(1), secrecy) + min(Fraction(1), disconnection)),
+    )
+    errors = []
+    for name, claimed, truth in zip(
+        ("log2 recovery failure", "security bits"), reported, exact, strict=True
+    ):
+        if math.isinf(truth) or math.isinf(claimed):
+            close = claimed == truth
+        else:
+            close = abs(claimed - truth) <= 1e-6 * max(1.0, abs(truth))
+        if not close:
+            errors.append(f"reported {name} {claimed:.6g}, exact {truth:.6g}")
+    return errors
+
+
 def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float], ...]]:
     """Audit 8's (n, δ, γ) grid: sizes spread geometrically from 5 to 5 000 (fast; 30 000
     deep), so that complete graphs, thresholds 1 and 2, the smallest Harary graphs and large
@@ -952,6 +983,14 @@ def _graph_checks(
                         else -math.inf,
                     }
                 )
+                reported = getattr(graph, "reported_bounds", None)
+                if reported is not None:
+                    findings.extend(
+                        f"n={n}, δ={dropout}, γ={corruption}, k={k}, t={t}: {wrong}"
+                        for wrong in _reported_bound_errors(
+                            reported(n, dropout, corruption), recovery, secrecy, disconnection
+                        )
+                    )
                 if recovery > failure_limit:
                     findings.append(
                         f"n={n}, k={k}, t={t}: recovery failure 2^{row['log2_recovery']:.1f} > "
@@ -991,7 +1030,8 @@ def audit_shamir_masks_graph(
       al. 2020 events: recovery failure, secrecy, disconnection), on 288 (n, δ, γ) cells
       (fast; 576 deep); a picker that claims the smallest even degree must leave none at
       k − 2 (no t meets both bounds there), one that claims the smallest threshold (2 rather
-      than 1 when both are valid) must choose exactly it.
+      than 1 when both are valid) must choose exactly it, and the bounds a picker reports
+      (log2 recovery failure, security bits) must be the exact ones of its choice.
 
     Examples
     --------

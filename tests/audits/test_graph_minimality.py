@@ -70,3 +70,32 @@ def test_the_fast_grid_reaches_both_graphs_thresholds_one_and_two_and_non_intege
     assert {r["graph"] for r in rows} == {"complete", "harary"}
     assert {1, 2} <= {r["t"] for r in rows}
     assert any((r["n"] * r["dropout"]) % 1 for r in rows)
+
+
+class _Misreports:
+    """Our picker's choice, reporting its bounds with one of them off."""
+
+    failure_log2 = -20.0
+    security_bits = 40.0
+
+    def __init__(self, which: int, by: float) -> None:
+        self._real = OurTarget().graph_parameters()
+        self.which, self.by = which, by
+
+    def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+        k, t = self._real.parameters(n, dropout, corruption)
+        return k, t
+
+    def reported_bounds(self, n: int, dropout: float, corruption: float) -> tuple[float, float]:
+        bounds = list(self._real.reported_bounds(n, dropout, corruption))  # type: ignore[attr-defined]
+        if bounds[self.which] > -1000:
+            bounds[self.which] += self.by
+        return bounds[0], bounds[1]
+
+
+def test_reported_bounds_are_the_exact_ones_and_a_misreport_is_caught() -> None:
+    assert not _graph_checks(OurTarget().graph_parameters(), "fast")[1]
+    for which, name in ((0, "log2 recovery failure"), (1, "security bits")):
+        findings = _graph_checks(_Misreports(which, 0.01), "fast")[1]
+        assert findings and all(f"reported {name}" in f for f in findings), (name, findings[:2])
+    assert not _graph_checks(_Misreports(1, 1e-9), "fast")[1]  # within the rounding tolerance
