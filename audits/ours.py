@@ -699,7 +699,9 @@ class OurTarget:
                 names[c["sampler"]],
                 float(c["parameter"]),
                 int(c["seed"]),
-                tuple(int(v) for v in c["values"]),
+                tuple(int(v) for v in c.get("values", ())),
+                count=int(c.get("count", 0)),
+                sha256=str(c.get("sha256", "")),
             )
             for c in json.loads(text)["cases"]
             if c["sampler"] in names

@@ -15,6 +15,7 @@ absent) and override what they offer.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,18 +54,36 @@ Draw = Callable[[int, int], NDArray[np.generic]]
 
 @dataclass(frozen=True)
 class KnownAnswer:
-    """The first outputs of a sampler from a replayed stream (``prepare(sigma)(len, seed)``).
+    """The first outputs of a sampler from a replayed stream (``prepare(sigma)(len, seed)``):
+    the values themselves, or for a long vector their ``count`` and the SHA-256 of them as
+    little-endian int64 (``values`` then empty).
 
     Examples
     --------
     >>> KnownAnswer("exact", 1.0, 2, (0, 1)).sigma
     1.0
+    >>> KnownAnswer("fast", 64.5, 16, (), count=8192, sha256="c09d…").size
+    8192
     """
 
     sampler: str
     sigma: float
     seed: int
     values: tuple[int, ...]
+    count: int = 0
+    sha256: str = ""
+
+    @property
+    def size(self) -> int:
+        """How many outputs the answer pins."""
+        return self.count if self.sha256 else len(self.values)
+
+    def matches(self, got: Sequence[int]) -> bool:
+        """Whether ``got`` (``size`` outputs) is this answer."""
+        if self.sha256:
+            digest = hashlib.sha256(np.asarray(got, dtype="<i8").tobytes()).hexdigest()
+            return digest == self.sha256
+        return [int(v) for v in got] == list(self.values)
 
 
 @runtime_checkable

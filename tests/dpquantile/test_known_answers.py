@@ -7,6 +7,7 @@ say why in the commit. The statistical tests, not these vectors, show that outpu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -43,6 +44,13 @@ CASES: list[dict[str, Any]] = [
     {"sampler": "exact_laplace", "parameter": "0.5", "seed": 12},
     {"sampler": "exact_laplace", "parameter": "1.0", "seed": 13},
     {"sampler": "exact_laplace", "parameter": "3.3", "seed": 14},
+    # Long vectors, stored as a SHA-256 of the little-endian int64 values: every rejection and
+    # plan decision of a regime leaves its mark (a 0 is drawn ≈ 50 times at σ = 64.5, where the
+    # fast sampler's block path runs; ≈ 900 times at σ = 3.7, its table path).
+    {"sampler": "fast_gaussian", "parameter": "3.7", "seed": 15, "count": 8192},
+    {"sampler": "fast_gaussian", "parameter": "64.5", "seed": 16, "count": 8192},
+    {"sampler": "fast_gaussian", "parameter": "100000.0", "seed": 17, "count": 8192},
+    {"sampler": "exact_gaussian", "parameter": "3.7", "seed": 18, "count": 2048},
 ]
 
 _FACTORIES: dict[str, Callable[[float], IntegerNoiseSampler]] = {
@@ -55,7 +63,11 @@ _FACTORIES: dict[str, Callable[[float], IntegerNoiseSampler]] = {
 def _draw(case: dict[str, Any]) -> list[int]:
     sampler = _FACTORIES[case["sampler"]](float(case["parameter"]))
     stream = KeystreamRandom(seed=case["seed"], label=b"dpquantile/known-answers")
-    return [int(v) for v in sampler.sample(COUNT, rng=stream)]
+    return [int(v) for v in sampler.sample(case.get("count", COUNT), rng=stream)]
+
+
+def _digest(values: list[int]) -> str:
+    return hashlib.sha256(np.asarray(values, dtype="<i8").tobytes()).hexdigest()
 
 
 def _load() -> list[dict[str, Any]]:
@@ -67,7 +79,10 @@ def _load() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("case", _load(), ids=lambda c: f"{c['sampler']}-{c['parameter']}")
 def test_sampler_reproduces_known_answer(case: dict[str, Any]) -> None:
-    assert _draw(case) == case["values"]
+    if "sha256" in case:
+        assert _digest(_draw(case)) == case["sha256"]
+    else:
+        assert _draw(case) == case["values"]
 
 
 def test_known_answer_file_covers_every_case() -> None:
@@ -77,17 +92,28 @@ def test_known_answer_file_covers_every_case() -> None:
 
 def test_known_answers_are_not_degenerate() -> None:
     for case in _load():
-        values = np.array(case["values"])
+        if "sha256" in case:
+            values = np.array(_draw(case))
+            if float(case["parameter"]) < 100:
+                assert (values == 0).sum() >= 20, case  # the rejections at 0 are exercised
+        else:
+            values = np.array(case["values"])
         if float(case["parameter"]) >= 1.0:
             assert len(set(values.tolist())) > 3, case
 
 
 def _regenerate() -> None:
-    cases = [dict(case, values=_draw(case)) for case in CASES]
+    cases = [
+        dict(case, sha256=_digest(_draw(case)))
+        if "count" in case
+        else dict(case, values=_draw(case))
+        for case in CASES
+    ]
     payload: dict[str, Any] = {
         "description": "First outputs of each sampler from KeystreamRandom(seed, "
         "label=b'dpquantile/known-answers'); regenerate with "
-        "python tests/dpquantile/test_known_answers.py (also read by audits/ours.py)",
+        "python tests/dpquantile/test_known_answers.py (also read by audits/ours.py); a case "
+        "with a count stores the SHA-256 of its count values as little-endian int64",
         "count": COUNT,
         "cases": cases,
     }
