@@ -136,7 +136,8 @@ class AccountantUnderTest(Protocol):
     dimension, rounds, alpha)``, ``discrete_laplace_epsilon(ε₀, rounds, δ)`` and
     ``discrete_laplace_delta(ε₀, rounds, ε)``, ``zcdp_epsilon(ρ, rounds, δ)``, and
     ``discrete_gaussian_epsilon_with_tv(σ, Δ, rounds, δ, tv)`` (tv: the total-variation bound of
-    all ``rounds`` releases' noise together).
+    all ``rounds`` releases' noise together); and the attribute ``zcdp_conversion = "cks20"``
+    (ε(δ) of a Rényi curve is CKS20 Prop. 12 at the best order: checked to 10⁻⁹).
 
     Examples
     --------

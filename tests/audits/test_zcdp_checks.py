@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import integrate, stats
 
@@ -72,3 +73,34 @@ def test_the_tv_check_passes_ours_and_catches_a_tv_term_that_costs_epsilon() -> 
             return [s for s in super().samplers() if s.exact]
 
     assert _sampler_tv_checks(ExactOnly(), AddsOne(), grid, []) == []
+
+
+def test_cks20_optimum_is_the_conversion_minimised_by_brute_force() -> None:
+    from audits.privacy_audits import cks20_epsilon  # noqa: PLC0415
+
+    for rho, delta in ((0.01, 1e-3), (0.5, 1e-6), (20.0, 1e-9)):
+        alphas = 1.0 + np.exp(np.linspace(-12, 14, 400_001))
+        values = rho * alphas + (
+            math.log(1 / delta) + (alphas - 1) * np.log1p(-1 / alphas) - np.log(alphas)
+        ) / (alphas - 1)
+        assert cks20_epsilon(rho, delta) == pytest.approx(float(values.min()), rel=1e-9)
+        assert cks20_epsilon(rho, delta) <= float(values.min())
+
+
+def test_an_accountant_claiming_the_best_order_is_held_to_it() -> None:
+    ours = OurTarget().accountant()
+
+    class WorseOrder:  # ε 10⁻⁷ above CKS20 at its best order: valid, looser than claimed
+        zcdp_conversion = "cks20"
+
+        def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
+            return float(ours.zcdp_epsilon(rho, rounds, delta)) * (1 + 1e-7)  # type: ignore[attr-defined]
+
+    findings: list[str] = []
+    _zcdp_checks(WorseOrder(), "fast", findings)
+    assert len(findings) == 36 and all("best order" in f for f in findings)
+    unclaimed = WorseOrder()
+    unclaimed.zcdp_conversion = ""  # type: ignore[misc]
+    quiet: list[str] = []
+    _zcdp_checks(unclaimed, "fast", quiet)
+    assert not quiet  # looser by 10⁻⁷ is no finding without the claim
