@@ -63,6 +63,7 @@ from secagg.keys import (
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     MASK_KEY_BYTES,
+    MAX_ID,
     AdvertiseKeys,
     ClientKeys,
     ConsistencyRequest,
@@ -230,8 +231,8 @@ class Client:
             raise TypeError(f"config must be a SecAggConfig; got {type(config).__name__}")
         if isinstance(client_id, bool) or not isinstance(client_id, int):
             raise TypeError(f"client_id must be an int; got {type(client_id).__name__}")
-        if not 1 <= client_id <= 2**31 - 2:
-            raise ValueError(f"client_id must lie in [1, 2^31 − 2]; got {client_id}")
+        if not 1 <= client_id <= MAX_ID:
+            raise ValueError(f"client_id must lie in [1, {MAX_ID}]; got {client_id}")
         if random_source is not None and not isinstance(random_source, RandomSource):
             raise TypeError("random_source must provide fill() and random_bytes()")
         if config.malicious:

@@ -31,6 +31,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from secagg.messages import MAX_ID
 from secagg.randomness import KeystreamRandom, RandomSource
 
 __all__ = [
@@ -56,14 +57,13 @@ _APPROVAL_DOMAIN = b"secagg-dp/v3/approval"
 APPROVAL_TAG_BYTES = 32
 _ITERATE_DOMAIN = b"secagg-dp/v2/iterate"
 _STORE_VERSION = 1
-_MAX_ID = 2**31 - 2
 
 
 def _check_id(client_id: object) -> int:
     if isinstance(client_id, bool) or not isinstance(client_id, int):
         raise TypeError(f"client ids must be ints; got {type(client_id).__name__}")
-    if not 1 <= client_id <= _MAX_ID:
-        raise ValueError(f"client ids must lie in [1, 2^31 − 2]; got {client_id}")
+    if not 1 <= client_id <= MAX_ID:
+        raise ValueError(f"client ids must lie in [1, {MAX_ID}]; got {client_id}")
     return client_id
 
 
@@ -354,7 +354,7 @@ class TrustStore:
         if isinstance(client_id, bool) or not isinstance(client_id, int):
             return None
         public = self._keys.get(client_id)
-        if public is None and self._lookup is not None and 1 <= client_id <= _MAX_ID:
+        if public is None and self._lookup is not None and 1 <= client_id <= MAX_ID:
             found = self._lookup(client_id)
             if found is not None:
                 public = self._parse_key(client_id, found)

@@ -59,6 +59,7 @@ from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
     MASK_KEY_BYTES,
     MAX_DIMENSION,
+    MAX_ID,
     SEED_BYTES,
     AdvertiseKeys,
     ClientKeys,
@@ -222,8 +223,8 @@ class Server:
         ids = [int(u) for u in client_ids]
         if len(set(ids)) != len(ids):
             raise ValueError("client ids must be distinct")
-        if any(not 1 <= u <= 2**31 - 2 for u in ids):
-            raise ValueError("client ids must lie in [1, 2^31 − 2]")
+        if any(not 1 <= u <= MAX_ID for u in ids):
+            raise ValueError(f"client ids must lie in [1, {MAX_ID}]")
         if len(ids) < config.threshold + 1:
             raise ValueError(
                 f"{len(ids)} clients cannot meet threshold t={config.threshold}: each client "
