@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -92,6 +92,24 @@ class _OurAccountant:
 
     # ε(δ) of a Rényi curve is CKS20 Prop. 12's conversion at its best order (audit 4 checks).
     zcdp_conversion = "cks20"
+
+    def sampler_tv_exports(self, tv: float) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """Every export to ``dp_accounting`` of an event whose noise carries sampler TV ``tv``,
+        called with its defaults (audit 4: with tv > 0 each must refuse)."""
+        gaussian = dpquantile.DiscreteGaussian(2.0, 1.0, sampler_tv_bound=tv)
+        distributed = dpquantile.DistributedDiscreteGaussian(
+            4, 2.0, 2.0, 2.0, 4, sampler_tv_bound=tv
+        )
+        accountant = dpquantile.ZCDPAccountant().compose(gaussian, count=3)
+        accountant.compose(dpquantile.ZCDP(0.1))
+        events: tuple[tuple[str, Any], ...] = (
+            ("DiscreteGaussian", gaussian),
+            ("DistributedDiscreteGaussian", distributed),
+            ("ComposedEvent", dpquantile.ComposedEvent((dpquantile.ZCDP(0.1), distributed))),
+            ("SelfComposedEvent", dpquantile.SelfComposedEvent(gaussian, 3)),
+            ("ZCDPAccountant", accountant),
+        )
+        return tuple((name, event.to_dp_accounting) for name, event in events)
 
     def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
         event = dpquantile.ZCDP(rho)

@@ -290,6 +290,39 @@ def cks20_epsilon(rho: float, delta: float) -> float:
     return min(float(refined.fun), values[best])
 
 
+def _tv_export_checks(accountant: Any, findings: list[str]) -> dict[str, str]:
+    """Exports of events to another accountant (``sampler_tv_exports(tv)``: name → a call with
+    its defaults). An event whose noise carries a sampler TV η > 0 must not be exported as an
+    exact one — the receiving accountant would understate δ by (1 + e^ε)·η — so with η > 0 each
+    call must refuse (raise); with η = 0 none may, unless the export library is missing."""
+    exports = getattr(accountant, "sampler_tv_exports", None)
+    if exports is None:
+        return {}
+    outcome: dict[str, str] = {}
+    for name, export in exports(1e-9):
+        try:
+            export()
+        except ImportError:
+            outcome[name] = "n/a: export library missing"
+            continue
+        except Exception as error:  # a refusal, whatever the target raises
+            outcome[name] = f"refused with TV: {type(error).__name__}"
+            continue
+        outcome[name] = "exported with TV"
+        findings.append(
+            f"{name} with sampler TV 1e-9 was exported as exact noise by default (the "
+            "receiving accountant would understate δ by (1 + e^ε)·η)"
+        )
+    for name, export in exports(0.0):
+        try:
+            export()
+        except ImportError:
+            continue
+        except Exception as error:
+            findings.append(f"{name} with exact noise refused export: {error}"[:200])
+    return outcome
+
+
 def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[str, Any]]:
     """The claimed ε(δ) of T composed ρ-zCDP events (when the accountant offers
     ``zcdp_epsilon``) against the Gaussian mechanism's exact ε at total ρT: a Gaussian of
@@ -384,7 +417,9 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     likewise composed discrete Laplace releases against their exact profile, composed ρ-zCDP
     events against the Gaussian mechanism's, and ε claims carrying the target's own claimed
     sampler TV against the ideal exact ε (``discrete_laplace_epsilon``, ``zcdp_epsilon``,
-    ``discrete_gaussian_epsilon_with_tv``).
+    ``discrete_gaussian_epsilon_with_tv``); an accountant claiming CKS20's conversion at the
+    best order is held to it; and no event whose noise carries a sampler TV is exported to
+    another accountant as exact by default (``sampler_tv_exports``).
 
     For every (σ, Δ, T) of the grid the exact profile δ(ε) of T releases is computed by direct
     pmf sums (:func:`~audits.statistics.composed_discrete_gaussian_delta`; CKS20 Thm. 7 for
@@ -449,6 +484,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     kls21_rows = _kls21_checks(accountant, tier, findings)
     laplace_rows = _discrete_laplace_checks(accountant, tier, findings)
     zcdp_rows = _zcdp_checks(accountant, tier, findings)
+    exports = _tv_export_checks(accountant, findings)
     loose = [r for r in rows if not r["slack_enforced"] and r["ratio"] > _SLACK]
     return AuditResult(
         audit=4,
@@ -473,6 +509,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "kls21_rows": kls21_rows,
             "discrete_laplace_rows": laplace_rows,
             "zcdp_rows": zcdp_rows,
+            "sampler_tv_exports": exports,
             "sampler_tv_rows": tv_rows,
         },
         seconds=time.perf_counter() - start,

@@ -541,10 +541,17 @@ def _shamir_sampled_secrecy(
 def _shamir_threshold(sharing: SecretSharingUnderTest, seed: int, trials: int) -> list[str]:
     findings: list[str] = []
     rng = np.random.default_rng(seed)
+    # The edges first — all-zero and all-one secrets (every sub-secret 0, or its largest) —
+    # then random ones: a zero chunk has chance ≈ 2^-30 in a random secret.
+    edges = (b"\x00" * sharing.secret_bytes, b"\xff" * sharing.secret_bytes)
     for trial in range(trials):
         n = int(rng.integers(3, 9))
         t = int(rng.integers(2, n + 1))
-        secret = rng.integers(0, 256, size=sharing.secret_bytes, dtype=np.uint8).tobytes()
+        secret = (
+            edges[trial]
+            if trial < len(edges)
+            else rng.integers(0, 256, size=sharing.secret_bytes, dtype=np.uint8).tobytes()
+        )
         shares = sharing.share(secret, t, n, seed * 1000 + trial)
         chosen = sorted(rng.choice(n, size=t, replace=False).tolist())
         if sharing.reconstruct([shares[i] for i in chosen]) != secret:

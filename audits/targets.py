@@ -137,7 +137,9 @@ class AccountantUnderTest(Protocol):
     ``discrete_laplace_delta(ε₀, rounds, ε)``, ``zcdp_epsilon(ρ, rounds, δ)``, and
     ``discrete_gaussian_epsilon_with_tv(σ, Δ, rounds, δ, tv)`` (tv: the total-variation bound of
     all ``rounds`` releases' noise together); and the attribute ``zcdp_conversion = "cks20"``
-    (ε(δ) of a Rényi curve is CKS20 Prop. 12 at the best order: checked to 10⁻⁹).
+    (ε(δ) of a Rényi curve is CKS20 Prop. 12 at the best order: checked to 10⁻⁹); and
+    ``sampler_tv_exports(tv)`` (name and call, with its defaults, of every export of an event
+    whose noise carries sampler TV ``tv``: with tv > 0 each must refuse).
 
     Examples
     --------
