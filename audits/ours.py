@@ -569,11 +569,13 @@ class _OurMasks:
     session_bound = True
 
     def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
+        # The path a client runs (add_masks into its vector), not the expand_mask helper.
         masks = importlib.import_module("secagg.masks")
         key = masks.pairwise_mask_key(seed, session_id=session, first=1, second=2)
-        out: NDArray[np.uint64] = np.asarray(
-            masks.expand_mask(key, secagg.Ring(bits), dimension), dtype=np.uint64
-        )
+        ring = secagg.Ring(bits)
+        vector = ring.zeros(dimension)
+        masks.add_masks(vector, ring, add=(key,))
+        out: NDArray[np.uint64] = np.asarray(ring.normalize(vector), dtype=np.uint64)
         return out
 
 
