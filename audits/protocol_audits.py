@@ -837,6 +837,31 @@ def _feasible_threshold(
     return low if recovery <= failure else None
 
 
+def _roughly_feasible(
+    n: int, dropped: int, corrupt: int, k: int, *, failure_log2: float, security_bits: float
+) -> bool:
+    """A floating-point pre-check of :func:`_feasible_threshold` with 2 bits of slack (never
+    stricter in practice): lets a scan over many degrees skip the exact rational sums."""
+    thresholds = np.arange(1, k + 1)
+    log2_n = math.log2(n)
+    secrecy = log2_n + stats.hypergeom.logsf(thresholds - 1, n - 1, corrupt, k) / math.log(2)
+    bad = min(n, dropped + corrupt)
+    if bad < k:
+        disconnection = -math.inf
+    else:
+        lg = math.lgamma
+
+        def log2_ratio(m: int) -> float:  # log2 C(bad, m)/C(n, m)
+            return (lg(bad + 1) - lg(bad - m + 1) - lg(n + 1) + lg(n - m + 1)) / math.log(2)
+
+        two = math.log2(n) + math.log2(n - k - 1) - 1 + log2_ratio(k)
+        disconnection = min(two, log2_n + log2_ratio(k // 2))
+    total = np.logaddexp2(secrecy, disconnection)
+    recovery = log2_n + stats.hypergeom.logsf(k - thresholds, n - 1, dropped, k) / math.log(2)
+    ok = (total <= -security_bits + 2) & (recovery <= failure_log2 + 2)
+    return bool(ok.any())
+
+
 def _smallest_secure_threshold(
     n: int, dropped: int, corrupt: int, k: int, *, security: Fraction | float
 ) -> int | None:
@@ -969,6 +994,35 @@ def _graph_checks(
                 row.update({"graph": "complete", "ok": ok})
                 if not ok:
                     findings.append(f"n={n}: complete graph with t={t} but c={c}, d={d}")
+                if getattr(graph, "claims_smallest_degree", False):
+                    # The smallest even degree claim covers the complete graph too: no sparse
+                    # degree may meet both bounds (scanned upwards; stops at the first).
+                    sparse = next(
+                        (
+                            (small, found)
+                            for small in range(2, n - 1, 2)
+                            if _roughly_feasible(
+                                n,
+                                d,
+                                c,
+                                small,
+                                failure_log2=graph.failure_log2,
+                                security_bits=graph.security_bits,
+                            )
+                            and (
+                                found := _feasible_threshold(
+                                    n, d, c, small, failure=failure_limit, security=security_limit
+                                )
+                            )
+                            is not None
+                        ),
+                        None,
+                    )
+                    if sparse is not None:
+                        findings.append(
+                            f"n={n}, δ={dropout}, γ={corruption}: the complete graph, but k="
+                            f"{sparse[0]}, t={sparse[1]} meets both bounds"
+                        )
             else:
                 recovery, secrecy, disconnection = _harary_bounds(n, d, c, k, t)
                 if getattr(graph, "claims_smallest_degree", False) and k > 2:

@@ -99,3 +99,24 @@ def test_reported_bounds_are_the_exact_ones_and_a_misreport_is_caught() -> None:
         findings = _graph_checks(_Misreports(which, 0.01), "fast")[1]
         assert findings and all(f"reported {name}" in f for f in findings), (name, findings[:2])
     assert not _graph_checks(_Misreports(1, 1e-9), "fast")[1]  # within the rounding tolerance
+
+
+class _AlwaysComplete:
+    """The complete graph for every n, with a valid threshold: secure, n² cost."""
+
+    failure_log2 = -20.0
+    security_bits = 40.0
+    claims_smallest_degree = True
+
+    def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+        from audits.protocol_audits import _count  # noqa: PLC0415
+
+        return n - 1, _count(n, corruption) + 1
+
+
+def test_a_complete_graph_where_a_sparse_degree_suffices_breaks_the_minimality_claim() -> None:
+    findings = _graph_checks(_AlwaysComplete(), "fast")[1]
+    assert findings and all("the complete graph, but k=" in f for f in findings)
+    # Ours picks the complete graph on the grid only where no sparse degree meets both bounds.
+    _, ours, rows = _graph_checks(OurTarget().graph_parameters(), "fast")
+    assert not ours and any(r["graph"] == "complete" for r in rows)
