@@ -51,6 +51,8 @@ CASES: list[dict[str, Any]] = [
     {"sampler": "fast_gaussian", "parameter": "64.5", "seed": 16, "count": 8192},
     {"sampler": "fast_gaussian", "parameter": "100000.0", "seed": 17, "count": 8192},
     {"sampler": "exact_gaussian", "parameter": "3.7", "seed": 18, "count": 2048},
+    # σ² = 9·10^8 < 2^31 but |Y|·t ≈ 2^32: the exact sampler's int64 guard decides the path.
+    {"sampler": "exact_gaussian", "parameter": "30000.0", "seed": 19, "count": 8192},
 ]
 
 _FACTORIES: dict[str, Callable[[float], IntegerNoiseSampler]] = {
