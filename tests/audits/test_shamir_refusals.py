@@ -83,3 +83,20 @@ def test_audit_8_fails_a_sharing_that_accepts_a_point_congruent_to_zero(
     result = audit_shamir_masks_graph(OurTarget())
     assert result.verdict.value == "fail"
     assert any(f"point {point}" in f for f in result.findings)
+
+
+def test_a_sharing_that_refuses_the_smallest_field_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import secagg.shamir as shamir  # noqa: PLC0415
+
+    checked = shamir._check_prime
+
+    def from_five(prime: int) -> int:
+        if prime < 5:
+            raise ValueError("prime too small")
+        return checked(prime)
+
+    monkeypatch.setattr(shamir, "_check_prime", from_five)
+    _, findings = _shamir_refusals(OurTarget().secret_sharing())  # type: ignore[arg-type]
+    assert findings == ["Shamir over Z_3 (the smallest field) refused: prime too small"]
