@@ -330,13 +330,35 @@ def executed_lines(tree: Path, modules: Sequence[str]) -> dict[str, set[int]]:
 
 def _statement_line(source: str, line: int) -> int:
     """The first line of the innermost statement containing ``line`` (coverage reports a
-    multi-line statement — a signature with defaults, a call over several lines — by its first)."""
-    starts = [
-        node.lineno
+    multi-line statement — a signature with defaults, a call over several lines — by its first).
+
+    A line of a function's signature (a default, an annotation) belongs to the ``def``, which
+    runs at import; what decides whether the mutation can matter is whether the function is
+    ever called, so the first statement of its body (after a docstring) is returned instead.
+
+    Examples
+    --------
+    >>> _statement_line("def f(\\n    a=1,\\n):\\n    'Doc.'\\n    return a\\n", 2)
+    5
+    """
+    containing = [
+        node
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno)
     ]
-    return max(starts, default=line)
+    if not containing:
+        return line
+    innermost = max(containing, key=lambda node: node.lineno)
+    if isinstance(innermost, ast.FunctionDef | ast.AsyncFunctionDef):
+        body = innermost.body
+        if line < body[0].lineno:
+            documented = (
+                isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            )
+            return (body[1] if documented and len(body) > 1 else body[0]).lineno
+    return innermost.lineno
 
 
 class _DropAnnotations(ast.NodeTransformer):
