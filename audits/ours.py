@@ -635,20 +635,22 @@ class _OurGraph:
     claims_smallest_degree = True
     claims_smallest_threshold = True
 
+    @staticmethod
+    def _chosen(n: int, dropout_rate: float, corruption_rate: float) -> Any:
+        return secagg.graph_parameters.secagg_plus_parameters(
+            n, dropout_rate=dropout_rate, corruption_rate=corruption_rate
+        )
+
     def parameters(
         self, num_clients: int, dropout_rate: float, corruption_rate: float
     ) -> tuple[int, int]:
-        chosen = secagg.graph_parameters.secagg_plus_parameters(
-            num_clients, dropout_rate=dropout_rate, corruption_rate=corruption_rate
-        )
+        chosen = self._chosen(num_clients, dropout_rate, corruption_rate)
         return int(chosen.degree), int(chosen.threshold)
 
     def reported_bounds(
         self, num_clients: int, dropout_rate: float, corruption_rate: float
     ) -> tuple[float, float]:
-        chosen = secagg.graph_parameters.secagg_plus_parameters(
-            num_clients, dropout_rate=dropout_rate, corruption_rate=corruption_rate
-        )
+        chosen = self._chosen(num_clients, dropout_rate, corruption_rate)
         return float(chosen.log2_failure), float(chosen.security_bits)
 
 
