@@ -565,7 +565,7 @@ def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
     """What a sharing must refuse (over Z_7, t = 2): a point ≡ 0 (mod p), whose share is the
     secret itself; a point ≡ another point (two parties get one share); a secret outside Z_p
     (shared as its residue, reconstructed as a different secret); a composite modulus. And it
-    must accept the smallest field, Z_3. Refusing = raising; a fixed-field target
+    must accept every prime field Z_p for p ≤ 37. Refusing = raising; a fixed-field target
     (``share_in_field`` returns ``None``) is not asked."""
     prime = 7
     cases: list[tuple[int, tuple[int, ...], int, str]] = [
@@ -577,11 +577,13 @@ def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
         (3, (1, 2, 3), 9, "shares over Z_9, which is not a field (no unique interpolation)"),
     ]
     findings: list[str] = []
-    # The smallest field must work (a bound off by one refuses it).
-    try:
-        sharing.share_in_field(2, copies=1, threshold=2, points=(1, 2), prime=3, seed=0)
-    except Exception as error:  # a refusal, whatever the target raises
-        findings.append(f"Shamir over Z_3 (the smallest field) refused: {error}"[:200])
+    # Every small prime field must work: the smallest (a range bound off by one refuses it)
+    # and each prime a primality test treats specially (trial divisors, Miller–Rabin bases).
+    for field in (3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37):
+        try:
+            sharing.share_in_field(2, copies=1, threshold=2, points=(1, 2), prime=field, seed=0)
+        except Exception as error:  # a refusal, whatever the target raises
+            findings.append(f"Shamir over Z_{field} refused: {error}"[:200])
     for secret, points, modulus, what in cases:
         try:
             rows = sharing.share_in_field(

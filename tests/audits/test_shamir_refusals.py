@@ -80,4 +80,4 @@ def test_a_sharing_that_refuses_the_smallest_field_is_caught(
 
     monkeypatch.setattr(shamir, "_check_prime", from_five)
     _, findings = _shamir_refusals(OurTarget().secret_sharing())  # type: ignore[arg-type]
-    assert findings == ["Shamir over Z_3 (the smallest field) refused: prime too small"]
+    assert findings == ["Shamir over Z_3 refused: prime too small"]
