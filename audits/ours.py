@@ -627,18 +627,27 @@ class _OurShamir:
 
 
 class _OurGraph:
-    failure_log2 = -20.0
-    security_bits = 40.0
     # secagg_plus_parameters claims the smallest even degree meeting both bounds (audit 8 checks
     # that k − 2 meets them with no threshold) and, at it, the smallest valid threshold but 2
     # rather than 1 (audit 8 recomputes it).
     claims_smallest_degree = True
     claims_smallest_threshold = True
 
-    @staticmethod
-    def _chosen(n: int, dropout_rate: float, corruption_rate: float) -> Any:
+    def __init__(self, failure_log2: float = -20.0, security_bits: float = 40.0) -> None:
+        self.failure_log2 = failure_log2
+        self.security_bits = security_bits
+
+    def at_targets(self, failure_log2: float, security_bits: float) -> _OurGraph:
+        """The same picker for other targets (audit 8 checks several)."""
+        return _OurGraph(failure_log2, security_bits)
+
+    def _chosen(self, n: int, dropout_rate: float, corruption_rate: float) -> Any:
         return secagg.graph_parameters.secagg_plus_parameters(
-            n, dropout_rate=dropout_rate, corruption_rate=corruption_rate
+            n,
+            dropout_rate=dropout_rate,
+            corruption_rate=corruption_rate,
+            failure_log2=self.failure_log2,
+            security_bits=self.security_bits,
         )
 
     def parameters(

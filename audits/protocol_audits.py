@@ -947,6 +947,10 @@ def _reported_bound_errors(
     return errors
 
 
+# Audit 8: the (log2 failure, security bits) pairs a retargetable picker is also checked at.
+_OTHER_TARGETS: tuple[tuple[float, float], ...] = ((-10.0, 16.0), (-40.0, 80.0), (-1.0, 1.0))
+
+
 def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float], ...]]:
     """Audit 8's (n, δ, γ) grid: sizes spread geometrically from 5 to 5 000 (fast; 30 000
     deep), so that complete graphs, thresholds 1 and 2, the smallest Harary graphs and large
@@ -1099,7 +1103,8 @@ def audit_shamir_masks_graph(
       (fast; 576 deep); a picker that claims the smallest even degree must leave none at
       k − 2 (no t meets both bounds there), one that claims the smallest threshold (2 rather
       than 1 when both are valid) must choose exactly it, and the bounds a picker reports
-      (log2 recovery failure, security bits) must be the exact ones of its choice.
+      (log2 recovery failure, security bits) must be the exact ones of its choice; a picker
+      that takes other targets is checked at (2^-10, 16 bits), (2^-40, 80) and (2^-1, 1) too.
 
     Examples
     --------
@@ -1148,6 +1153,15 @@ def audit_shamir_masks_graph(
         findings.extend(graph_findings)
         details["graph"] = rows
         samples += count
+        # A picker that takes other targets is also checked at a loose, a tight and a very
+        # loose pair (every bound and claim alike; targets in the finding).
+        retarget = getattr(graph, "at_targets", None)
+        if retarget is not None:
+            for failure_log2, security_bits in _OTHER_TARGETS:
+                count, other, _ = _graph_checks(retarget(failure_log2, security_bits), tier)
+                where = f"[targets 2^{failure_log2:g}, {security_bits:g} bits]"
+                findings.extend(f"{where} {f}" for f in other)
+                samples += count
     return AuditResult(
         audit=8,
         name="shamir-masks-graph",

@@ -460,7 +460,9 @@ class GraphParametersUnderTest(Protocol):
     smallest even one meeting both bounds; audit 8 then checks that k − 2 meets them with no t.
     ``claims_smallest_threshold = True`` claims that t is the smallest threshold meeting both
     bounds at that degree, but 2 rather than 1 when 2 also meets them; audit 8 recomputes it.
-    An optional method ``reported_bounds(n, dropout_rate, corruption_rate)`` returns the
+    An optional method ``at_targets(failure_log2, security_bits)`` returns the same picker for
+    other targets: audit 8 then checks it at three more pairs too. An optional method
+    ``reported_bounds(n, dropout_rate, corruption_rate)`` returns the
     (log2 recovery failure, security bits) the picker reports for its choice; audit 8 checks
     them against the exact bounds.
 

@@ -120,3 +120,23 @@ def test_a_complete_graph_where_a_sparse_degree_suffices_breaks_the_minimality_c
     # Ours picks the complete graph on the grid only where no sparse degree meets both bounds.
     _, ours, rows = _graph_checks(OurTarget().graph_parameters(), "fast")
     assert not ours and any(r["graph"] == "complete" for r in rows)
+
+
+def test_a_picker_that_ignores_its_targets_is_caught_at_the_other_targets() -> None:
+    from audits.protocol_audits import _OTHER_TARGETS  # noqa: PLC0415
+
+    ours = OurTarget().graph_parameters()
+
+    class Deaf:
+        """Claims the targets it is given, picks for the default ones."""
+
+        def __init__(self, failure_log2: float, security_bits: float) -> None:
+            self.failure_log2, self.security_bits = failure_log2, security_bits
+
+        def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+            return ours.parameters(n, dropout, corruption)
+
+    assert not _graph_checks(ours.at_targets(-40.0, 80.0), "fast")[1]  # type: ignore[attr-defined]
+    assert (-40.0, 80.0) in _OTHER_TARGETS
+    findings = _graph_checks(Deaf(-40.0, 80.0), "fast")[1]
+    assert findings and all("security" in f or "recovery" in f for f in findings)
