@@ -56,6 +56,7 @@ __all__ = [
     "generate_mutations",
     "load_triage",
     "main",
+    "merge_reruns",
     "run_sweep",
     "score",
 ]
@@ -78,6 +79,7 @@ _PACKAGES = ("secagg", "dpquantile", "protocols", "audits")
 #: The committed triage of surviving mutants.
 TRIAGE = Path(__file__).with_name("mutation_triage.toml")
 _TRIAGE_VERDICTS = ("equivalent", "unseen")
+_STATUSES = ("killed", "raised", "survived", "crashed", "not reached", "equivalent", "no change")
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,40 @@ def _run_key(run: Mapping[str, Any]) -> tuple[str, str, str, str]:
 
 
 _TriageTable = Mapping[tuple[str, str, str, str], TriageEntry]
+
+
+def merge_reruns(base: Mapping[str, Any], reruns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A sweep with its later re-runs (``--rerun`` outputs, in order) folded in: a re-run mutant
+    — found by what names it across edits: module, operator, function and mutated line —
+    takes its latest outcome; one a re-run found *gone* (its line was rewritten since) keeps
+    its earlier outcome, noted: a survivor stays a survivor.
+
+    Examples
+    --------
+    >>> m = {"module": "m.py", "operator": "op", "occurrence": 0, "line": 3, "definition": "f"}
+    >>> run = {"mutation": m, "status": "survived", "failed_audits": [], "changed_line": "x",
+    ...        "seconds": 1.0, "note": ""}
+    >>> base = {"runs": [run], "generated": 1, "sample": 1, "planned": 1, "seed": 0}
+    >>> moved = {**run, "mutation": {**m, "line": 4}, "status": "killed", "failed_audits": [8]}
+    >>> merge_reruns(base, [{"runs": [moved], "gone": []}])["counts"]["killed"]
+    1
+    """
+    runs = [dict(r) for r in base["runs"]]
+    for rerun in reruns:
+        for later in rerun["runs"]:
+            match = next((i for i, r in enumerate(runs) if _run_key(r) == _run_key(later)), None)
+            if match is not None:
+                runs[match] = dict(later)
+        for origin in rerun.get("gone", []):
+            for r in runs:
+                if r["mutation"] == origin:
+                    r["note"] = "gone: its line was rewritten since; earlier outcome kept"
+    return {
+        **{k: base[k] for k in ("generated", "sample", "planned", "seed") if k in base},
+        **_tally([r["status"] for r in runs]),
+        "merged_reruns": len(reruns),
+        "runs": runs,
+    }
 
 
 def load_triage(path: Path = TRIAGE) -> dict[tuple[str, str, str, str], TriageEntry]:
@@ -554,39 +590,31 @@ def _summary(
     seed: int,
     modules: Sequence[str],
 ) -> dict[str, Any]:
-    counts = {
-        s: sum(r.status == s for r in runs)
-        for s in (
-            "killed",
-            "raised",
-            "survived",
-            "crashed",
-            "not reached",
-            "equivalent",
-            "no change",
-        )
-    }
-    # Reached and decided: a verdict (killed), an exception under audit (raised), or a pass.
-    reached_runs = counts["killed"] + counts["raised"] + counts["survived"]
-    applied = reached_runs + counts["not reached"]  # equivalent and unchanged ones excluded
     return {
         "generated": len(mutations),
         "by_module": {m: sum(x.module == m for x in mutations) for m in modules},
         "sample": len(runs),
         "planned": planned,
         "seed": seed,
-        "counts": counts,
-        "kill_rate_reached": [
-            counts["killed"],
-            reached_runs,
-            *clopper_pearson(counts["killed"], reached_runs),
-        ],
-        "kill_rate_all": [counts["killed"], applied, *clopper_pearson(counts["killed"], applied)],
+        **_tally([r.status for r in runs]),
         "runs": [
             {**dataclasses.asdict(r), "mutation": dataclasses.asdict(r.mutation)} for r in runs
         ],
     }
 
+
+def _tally(statuses: Sequence[str]) -> dict[str, Any]:
+    """Counts by status and the verdict kill rates among the reached and the applied mutants."""
+    counts = {s: list(statuses).count(s) for s in _STATUSES}
+    # Reached and decided: a verdict (killed), an exception under audit (raised), or a pass.
+    reached = counts["killed"] + counts["raised"] + counts["survived"]
+    applied = reached + counts["not reached"]  # equivalent and unchanged ones excluded
+    killed = counts["killed"]
+    return {
+        "counts": counts,
+        "kill_rate_reached": [killed, reached, *clopper_pearson(killed, reached)],
+        "kill_rate_all": [killed, applied, *clopper_pearson(killed, applied)],
+    }
 
 
 def draw_sample(
@@ -765,6 +793,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="an earlier mutation_sweep.json: re-score it under --triage and write --out (no run)",
     )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="with --report: re-runs of it (--rerun outputs), in order, folded in first",
+    )
     args = parser.parse_args(argv)
     try:
         triage = load_triage(args.triage)
@@ -794,6 +829,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report is not None:
         try:
             earlier = json.loads(args.report.read_text())
+            if args.merge:
+                earlier = merge_reruns(
+                    earlier, [json.loads(path.read_text()) for path in args.merge]
+                )
             _markdown(earlier, triage)  # every field the report reads
         except (OSError, ValueError, KeyError, TypeError) as error:
             print(f"mutation_sweep: cannot read sweep {args.report}: {error!r}", file=sys.stderr)

@@ -197,3 +197,22 @@ def test_a_rerun_finds_a_mutation_by_its_line_when_the_source_moved(tmp_path: Pa
     path.write_text(source.replace(text, text.replace(" - ", " - 0 - ", 1)))
     found, gone = _relocate(tmp_path, generate_mutations(tmp_path, (module,)), {old: changed})
     assert gone == [old] and not found
+
+
+def test_merging_reruns_takes_each_mutants_latest_outcome_and_keeps_gone_survivors() -> None:
+    from audits.mutation_sweep import merge_reruns  # noqa: PLC0415
+
+    base = {
+        "runs": [_survivor("a = 1"), _survivor("b = 2"), _survivor("c = 3", "killed")],
+        "generated": 9,
+        "sample": 3,
+        "planned": 3,
+        "seed": 0,
+    }
+    moved = {**_survivor("a = 1", "killed"), "mutation": {**base["runs"][0]["mutation"], "line": 9}}  # type: ignore[index]
+    gone = base["runs"][1]["mutation"]  # type: ignore[index]
+    merged = merge_reruns(base, [{"runs": [moved], "gone": [gone]}])
+    assert merged["counts"]["killed"] == 2 and merged["counts"]["survived"] == 1
+    assert merged["runs"][0]["mutation"]["line"] == 9
+    assert merged["runs"][1]["status"] == "survived" and "gone" in merged["runs"][1]["note"]
+    assert merged["kill_rate_reached"][:2] == [2, 3] and merged["merged_reruns"] == 1
