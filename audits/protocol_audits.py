@@ -1086,7 +1086,8 @@ def audit_shamir_masks_graph(
       every set of t − 1 holders); the real sharing over Z_7 gives t − 1 holders a uniform view
       whatever the secret (χ², so the coefficients are drawn uniformly); correctness: any t
       shares reconstruct, t − 1 do not; and refusals: no share at a point ≡ 0 (mod p) — it is
-      the secret — nor two at congruent points, a secret outside Z_p or a composite modulus.
+      the secret — nor two at congruent points, a secret outside Z_p or a composite modulus,
+      while every prime field up to Z_37 is accepted.
     * Masks: χ² uniformity on Z_M for rings of every width class, M = 2^b with b ∈ {1, …, 5,
       31, 32, 33, 48, 63, 64} (2^16 entries each; above 5 bits per 4-bit slice: low, middle,
       top, and across bit 32 of a 64-bit word); one seed in two sessions gives two masks;

@@ -12,6 +12,7 @@ from audits.mutation_sweep import (
     TARGETS,
     Mutation,
     TriageEntry,
+    _run_key,
     _statement_line,
     clopper_pearson,
     draw_sample,
@@ -216,3 +217,18 @@ def test_merging_reruns_takes_each_mutants_latest_outcome_and_keeps_gone_survivo
     assert merged["runs"][0]["mutation"]["line"] == 9
     assert merged["runs"][1]["status"] == "survived" and "gone" in merged["runs"][1]["note"]
     assert merged["kill_rate_reached"][:2] == [2, 3] and merged["merged_reruns"] == 1
+
+
+MEASUREMENTS = sorted((ROOT / "tests" / "audits" / "data").glob("mutation_sweep_*.json"))
+
+
+@pytest.mark.parametrize("measurement", MEASUREMENTS, ids=lambda p: p.stem)
+def test_every_survivor_of_a_committed_measurement_is_triaged(measurement: Path) -> None:
+    summary = json.loads(measurement.read_text())
+    scored = score(summary["runs"], load_triage())
+    assert scored["untriaged"] == 0, [
+        (r["mutation"]["module"], r["mutation"]["line"], r["changed_line"])
+        for r in summary["runs"]
+        if r["status"] == "survived" and _run_key(r) not in load_triage()
+    ]
+    assert sum(summary["counts"].values()) == len(summary["runs"])
