@@ -596,6 +596,54 @@ def _misbehaving(behaviour: str, name: str) -> Callable[[str, int | None, int], 
     return attack
 
 
+def _garbage(blob: bytes, rng: np.random.Generator) -> bytes:
+    """Well-formed garbage of ``blob``'s length: little-endian field elements below 2^31 − 1."""
+    words = rng.integers(0, 2**31 - 1, size=-(-len(blob) // 4), dtype=np.uint32)
+    return words.astype("<u4").tobytes()[: len(blob)]
+
+
+def _garbage_unmask_shares(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
+    """Clients 4 and 7 answer the unmask request with well-formed garbage — every share of a
+    neighbour's seed or key, their own self-mask seed and any pairwise key random — while
+    client 5, which sent its masked input, is gone by then: its seed must be rebuilt from
+    shares, some of them garbage. Decided by the round's correctness."""
+    from secagg import UnmaskRequest, UnmaskResponse  # noqa: PLC0415
+
+    bad, gone = (4, 7), 5
+    neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
+    game = AdversarialRound(
+        inputs_for(9), threshold=3, neighbors=neighbors, threat_model=threat_model, seed=seed
+    )
+    rng = np.random.default_rng(seed)
+    outgoing = run_until(game, UnmaskRequest)
+    replies: list[Any] = []
+    for message in outgoing:
+        if message.peer == gone:
+            continue
+        for reply in game.to_client(message):
+            if isinstance(reply, UnmaskResponse) and reply.sender in bad:
+                replies.append(
+                    dataclasses.replace(
+                        reply,
+                        seed_shares=tuple((v, _garbage(b, rng)) for v, b in reply.seed_shares),
+                        key_shares=tuple((v, _garbage(b, rng)) for v, b in reply.key_shares),
+                        self_mask_seed=_garbage(reply.self_mask_seed, rng),
+                        pairwise_keys=tuple(
+                            (v, _garbage(b, rng)) for v, b in reply.pairwise_keys
+                        ),
+                    )
+                )
+            else:
+                replies.append(reply)
+    outgoing = game.to_server(replies) or game.close()
+    while outgoing:
+        outgoing = game.step(outgoing)
+    honest = [u for u in game.clients if u not in bad]
+    return _client_outcome(
+        "garbage-unmask-shares", threat_model, neighbors, game, _correct(game, honest)
+    )
+
+
 def _replay_from_another_round(
     threat_model: str, neighbors: int | None, seed: int
 ) -> AttackOutcome:
@@ -718,6 +766,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "client",
         "two clients send share ciphertexts that fail authentication",
         _misbehaving("unauthentic ciphertexts", "unauthentic-ciphertexts"),
+    ),
+    AttackSpec(
+        "garbage-unmask-shares",
+        "client",
+        "two clients answer the unmask request with well-formed garbage shares and seeds",
+        _garbage_unmask_shares,
     ),
     AttackSpec(
         "malformed-masked-input",

@@ -102,3 +102,20 @@ def test_a_blind_reconstruction_fails_the_audit_and_no_surface_is_not_applicable
     assert blind.verdict is Verdict.FAIL and "positive control failed" in blind.findings[0]
     assert audit_attacks(_Target(None)).verdict is Verdict.NOT_APPLICABLE
     assert audit_by_number(10).name == "attacks"
+
+
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_garbage_in_unmask_responses_is_refused_and_unchecked_seeds_would_corrupt_the_total(
+    threat_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audits.attacks import _garbage_unmask_shares  # noqa: PLC0415
+    from secagg.server import Server  # noqa: PLC0415
+
+    for neighbors in (None, 4):
+        outcome = _garbage_unmask_shares(threat_model, neighbors, 0)
+        assert outcome.correct and "does not match its commitment" in outcome.stopped_by
+    # A server that takes any revealed or rebuilt seed for the committed one: the garbage lands
+    # in the total (the control that the attack is real).
+    monkeypatch.setattr(Server, "_seed_check", lambda self, owner: lambda seed: True)
+    outcomes = [_garbage_unmask_shares(threat_model, k, 0) for k in (None, 4)]
+    assert not all(o.correct for o in outcomes)
