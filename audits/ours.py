@@ -151,27 +151,38 @@ class _SecureAverageMechanism:
     released average and weight sum (a bijection of them).
     """
 
-    name = "noisy secure sum"
     releases = None
 
-    def __init__(self, rho: float = REFERENCE_RHO) -> None:
+    def __init__(self, rho: float = REFERENCE_RHO, *, replace_one: bool = False) -> None:
         self.rho = rho
+        self.replace_one = replace_one
+        self.name = "noisy secure sum" + (" (replace-one)" if replace_one else "")
+        change = (
+            "D′ flips client 0's value from +1 to −1 (noise planned for replace-one)"
+            if replace_one
+            else "D′ zeroes client 0's row"
+        )
         self.description = (
             f"secure_weighted_average, n = 9, d = 1, clip = weight cap = 1, 32-bit ring, "
-            f"distributed discrete Gaussian planned for ρ = {rho:g}; D′ zeroes client 0's row"
+            f"distributed discrete Gaussian planned for ρ = {rho:g}; {change}"
         )
         self._event: Any = None
 
     def _run(self, neighbour: int, seed: int, secure: bool) -> Any:
         # Eight other clients keep the noisy weight sum far from 0 (≈ 8σ of its noise).
-        weights = [0.0 if neighbour else 1.0] + [1.0] * 8
+        if self.replace_one:  # the same client, another value: its row moves by 2·B·c
+            first, weights = [-1.0 if neighbour else 1.0], [1.0] * 9
+        else:
+            first, weights = [1.0], [0.0 if neighbour else 1.0] + [1.0] * 8
         return secure_average.secure_weighted_average(
-            [[1.0]] + [[0.0]] * 8,
+            [first] + [[0.0]] * 8,
             weights,
             clip=1.0,
             weight_cap=1.0,
             bits=32,
-            noise=secure_average.DiscreteGaussianNoise(rho=self.rho),
+            noise=secure_average.DiscreteGaussianNoise(
+                rho=self.rho, neighbouring="replace_one" if self.replace_one else "add_remove"
+            ),
             seed=seed,
             secure=secure,
             quantize=True,
@@ -746,8 +757,13 @@ class OurTarget:
         return _OurAccountant()
 
     def mechanisms(self) -> Sequence[NeighbouringMechanism]:
-        """The noisy secure sum (reference configuration) and the DP quantile."""
-        return (_SecureAverageMechanism(), _QuantileMechanism())
+        """The noisy secure sum (reference configuration), the DP quantile, and the noisy
+        secure sum planned for replace-one neighbours."""
+        return (
+            _SecureAverageMechanism(),
+            _QuantileMechanism(),
+            _SecureAverageMechanism(replace_one=True),
+        )
 
     def dropout_noise(self) -> Sequence[DropoutNoise]:
         """The secure average's and the DP quantile's noise under dropout."""

@@ -421,3 +421,31 @@ def test_a_noisy_weight_sum_below_zero_never_ends_a_canary_run() -> None:
                 rho_per_round=0.01,
             )
             assert run.scores.shape == (canaries,) and np.isfinite(run.scores).all()
+
+
+def test_a_replace_one_plan_without_the_doubled_sensitivity_fails_audit_5(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Replace-one moves a client's row by twice its norm; a plan that forgets it halves the
+    noise, and the replace-one mechanism's release pair shows ε twice the claim."""
+    from audits.ours import _SecureAverageMechanism  # noqa: PLC0415
+    from audits.privacy_audits import audit_epsilon_lower_bound  # noqa: PLC0415
+    from protocols.aggregation import encoding  # noqa: PLC0415
+
+    class Only:
+        name = "replace-one only"
+
+        def mechanisms(self) -> tuple[_SecureAverageMechanism, ...]:
+            return (_SecureAverageMechanism(replace_one=True),)
+
+    honest = audit_epsilon_lower_bound(Only(), releases=800, require_power=False)  # type: ignore[arg-type]
+    assert honest.verdict.value == "pass"
+    planned = encoding.plan_quantization
+
+    def forgets(*args: object) -> object:  # the 9th argument is the neighbouring relation
+        return planned(*args[:8], "add_remove", *args[9:])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(encoding, "plan_quantization", forgets)
+    broken = audit_epsilon_lower_bound(Only(), releases=800, require_power=False)  # type: ignore[arg-type]
+    assert broken.verdict.value == "fail"
+    assert any("replace-one" in f and "> claimed" in f for f in broken.findings)
