@@ -111,7 +111,8 @@ class MutantRun:
 @dataclass(frozen=True)
 class TriageEntry:
     """One triaged survivor: ``verdict`` is ``"equivalent"`` (no input changes what the code
-    returns or raises) or ``"unseen"`` (a real change no audit can see); ``why`` argues it."""
+    returns, sends or which error it raises — a message's wording aside) or ``"unseen"`` (a
+    real change no audit can see); ``why`` argues it."""
 
     module: str
     function: str
