@@ -93,6 +93,15 @@ class _OurAccountant:
     # ε(δ) of a Rényi curve is CKS20 Prop. 12's conversion at its best order (audit 4 checks).
     zcdp_conversion = "cks20"
 
+    def kls21_sensitivities(
+        self, l2_clip: float, granularity: float, dimension: int, beta: float | None
+    ) -> tuple[float, float]:
+        """(Δ₁, Δ₂) of a clipped vector randomly rounded to the grid, as the planner uses."""
+        l1, l2 = dpquantile.accounting.kls21_sensitivities(
+            l2_clip, granularity, dimension, beta=beta
+        )
+        return float(l1), float(l2)
+
     def sampler_tv_exports(self, tv: float) -> tuple[tuple[str, Callable[[], Any]], ...]:
         """Every export to ``dp_accounting`` of an event whose noise carries sampler TV ``tv``,
         called with its defaults (audit 4: with tv > 0 each must refuse)."""

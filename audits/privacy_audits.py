@@ -362,6 +362,44 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
     return rows
 
 
+def _rounding_sensitivity_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]:
+    """The L2/L1 sensitivities of a randomly rounded, clipped vector (``kls21_sensitivities(c,
+    γ, d, β)``: β = None for plain rounding) against KLS21 recomputed here: Δ₂ ≤ c/γ + √d
+    (Thm. 1) and, with conditional rounding, Δ₂² ≤ c²/γ² + d/4 + √(2 log 1/β)·(c/γ + √d/2)
+    (Prop. 22; the smaller of the two is valid); Δ₁ ≤ min(√d·Δ₂, Δ₂²). A claimed Δ below
+    the recomputed one understates the noise every release needs; above it by more than
+    10⁻⁹ (rounding up) wastes it."""
+    claim = getattr(accountant, "kls21_sensitivities", None)
+    if claim is None:
+        return []
+    rows: list[dict[str, Any]] = []
+    for clip, granularity, d, beta in itertools.product(
+        (0.5, 1.0, 10.0), (1e-3, 0.05, 1.0), (1, 100, 10_000), (None, 1e-9, 0.1)
+    ):
+        ratio = clip / granularity
+        squared = (ratio + math.sqrt(d)) ** 2
+        if beta is not None:
+            conditional = ratio**2 + d / 4 + math.sqrt(2 * math.log(1 / beta)) * (
+                ratio + math.sqrt(d) / 2
+            )
+            squared = min(squared, conditional)
+        l2 = math.sqrt(squared)
+        l1 = l2 * min(math.sqrt(d), l2)
+        claimed_l1, claimed_l2 = (float(v) for v in claim(clip, granularity, d, beta))
+        rows.append({"clip": clip, "granularity": granularity, "d": d, "beta": beta,
+                     "l2": l2, "claimed_l2": claimed_l2, "claimed_l1": claimed_l1})  # fmt: skip
+        where = f"c={clip} γ={granularity} d={d} β={beta}"
+        for name, truth, claimed in (("Δ₂", l2, claimed_l2), ("Δ₁", l1, claimed_l1)):
+            if claimed < truth * (1 - 1e-12):
+                findings.append(
+                    f"{where}: claimed {name} {claimed:.9g} < {truth:.9g} from KLS21 "
+                    "(noise understated)"
+                )
+            elif claimed > truth * (1 + 1e-9):
+                findings.append(f"{where}: claimed {name} {claimed:.9g} > {truth:.9g} from KLS21")
+    return rows
+
+
 def _kls21_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[str, Any]]:
     """The accountant's composed Rényi bound of T distributed discrete Gaussian releases against
     T × KLS21 Thm. 1 recomputed here (composition of Rényi divergences adds, Mironov 2017)."""
@@ -418,8 +456,9 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     events against the Gaussian mechanism's, and ε claims carrying the target's own claimed
     sampler TV against the ideal exact ε (``discrete_laplace_epsilon``, ``zcdp_epsilon``,
     ``discrete_gaussian_epsilon_with_tv``); an accountant claiming CKS20's conversion at the
-    best order is held to it; and no event whose noise carries a sampler TV is exported to
-    another accountant as exact by default (``sampler_tv_exports``).
+    best order is held to it; no event whose noise carries a sampler TV is exported to
+    another accountant as exact by default (``sampler_tv_exports``); and the sensitivities of
+    randomly rounded vectors against KLS21 Thm. 1 and Prop. 22 (``kls21_sensitivities``).
 
     For every (σ, Δ, T) of the grid the exact profile δ(ε) of T releases is computed by direct
     pmf sums (:func:`~audits.statistics.composed_discrete_gaussian_delta`; CKS20 Thm. 7 for
@@ -485,6 +524,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     laplace_rows = _discrete_laplace_checks(accountant, tier, findings)
     zcdp_rows = _zcdp_checks(accountant, tier, findings)
     exports = _tv_export_checks(accountant, findings)
+    rounding_rows = _rounding_sensitivity_checks(accountant, findings)
     loose = [r for r in rows if not r["slack_enforced"] and r["ratio"] > _SLACK]
     return AuditResult(
         audit=4,
@@ -510,6 +550,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "discrete_laplace_rows": laplace_rows,
             "zcdp_rows": zcdp_rows,
             "sampler_tv_exports": exports,
+            "rounding_sensitivity_rows": rounding_rows,
             "sampler_tv_rows": tv_rows,
         },
         seconds=time.perf_counter() - start,

@@ -139,7 +139,9 @@ class AccountantUnderTest(Protocol):
     all ``rounds`` releases' noise together); and the attribute ``zcdp_conversion = "cks20"``
     (ε(δ) of a Rényi curve is CKS20 Prop. 12 at the best order: checked to 10⁻⁹); and
     ``sampler_tv_exports(tv)`` (name and call, with its defaults, of every export of an event
-    whose noise carries sampler TV ``tv``: with tv > 0 each must refuse).
+    whose noise carries sampler TV ``tv``: with tv > 0 each must refuse); and
+    ``kls21_sensitivities(l2_clip, granularity, dimension, beta)`` ((Δ₁, Δ₂) of a clipped
+    vector randomly rounded to the grid; β = None for plain rounding), recomputed from KLS21.
 
     Examples
     --------

@@ -104,3 +104,28 @@ def test_an_accountant_claiming_the_best_order_is_held_to_it() -> None:
     quiet: list[str] = []
     _zcdp_checks(unclaimed, "fast", quiet)
     assert not quiet  # looser by 10⁻⁷ is no finding without the claim
+
+
+def test_rounding_sensitivities_are_recomputed_from_kls21() -> None:
+    from audits.privacy_audits import _rounding_sensitivity_checks  # noqa: PLC0415
+
+    ours = OurTarget().accountant()
+    findings: list[str] = []
+    rows = _rounding_sensitivity_checks(ours, findings)
+    assert len(rows) == 81 and not findings
+
+    class CrossTermDivided:  # Prop. 22's √(2 log 1/β)·(c/γ + √d/2) divided instead of multiplied
+        def kls21_sensitivities(
+            self, l2_clip: float, granularity: float, dimension: int, beta: float | None
+        ) -> tuple[float, float]:
+            ratio = l2_clip / granularity
+            squared = (ratio + math.sqrt(dimension)) ** 2
+            if beta is not None:
+                cross = math.sqrt(2 * math.log(1 / beta)) / (ratio + math.sqrt(dimension) / 2)
+                squared = min(squared, ratio**2 + dimension / 4 + cross)
+            l2 = math.sqrt(squared)
+            return l2 * min(math.sqrt(dimension), l2), l2
+
+    caught: list[str] = []
+    _rounding_sensitivity_checks(CrossTermDivided(), caught)
+    assert caught and all("noise understated" in f for f in caught)
