@@ -973,13 +973,11 @@ def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float],
 
 
 def _graph_checks(
-    graph: GraphParametersUnderTest,
-    tier: Tier,
-    grid: tuple[Sequence[int], Sequence[tuple[float, float]]] | None = None,
+    graph: GraphParametersUnderTest, tier: Tier
 ) -> tuple[int, list[str], list[dict[str, Any]]]:
     findings: list[str] = []
     rows: list[dict[str, Any]] = []
-    sizes, rates = grid or _graph_grid(tier)
+    sizes, rates = _graph_grid(tier)
     failure_limit = Fraction(2) ** Fraction(graph.failure_log2).limit_denominator(1000)
     security_limit = Fraction(2) ** -Fraction(graph.security_bits).limit_denominator(1000)
     for n in sizes:
