@@ -446,6 +446,42 @@ class _OurSecureSum:
             return None
         return np.asarray(result.total, dtype=np.int64), result.survivors
 
+    def run_session(
+        self,
+        inputs: Sequence[NDArray[np.int64]],
+        *,
+        bits: int,
+        dropped: Sequence[Sequence[int]],
+        threshold: int,
+        threat_model: str,
+        neighbors: int | None,
+        seed: int,
+    ) -> list[tuple[NDArray[np.int64], tuple[int, ...]]] | None:
+        # One key setup, then len(inputs) sums; sum r's rows may have their own width.
+        n = inputs[0].shape[0]
+        try:
+            session = secagg.Session(
+                n,
+                inputs[0].shape[1],
+                iterations=len(inputs),
+                modulus_bits=bits,
+                threshold=threshold,
+                neighbors=neighbors,
+                threat_model=threat_model,
+                seed=seed,
+            )
+            out = []
+            for r, (rows, gone) in enumerate(zip(inputs, dropped, strict=True)):
+                result = session.sum(
+                    rows,
+                    iterate=b"sum %d" % r,
+                    dropouts={"masked_input": list(gone)} if gone else None,
+                )
+                out.append((np.asarray(result.total, dtype=np.int64), result.survivors))
+        except secagg.TooFewSurvivorsError:
+            return None
+        return out
+
     def survives_dropout(self, phase: str, seed: int) -> str | None:
         inputs = np.arange(15, dtype=np.int64).reshape(5, 3)
         dropouts = {_PHASES[phase]: [0]}
@@ -617,6 +653,19 @@ class _OurShamir:
             return bytes(shamir.join_secret(values, self.secret_bytes))
         except ValueError:
             return None
+
+    def robust_reconstruct(
+        self, shares: Sequence[Any], threshold: int
+    ) -> tuple[bytes, tuple[int, ...]] | None:
+        # Berlekamp–Welch, as the server decodes unmask shares some clients may have garbled.
+        shamir = secagg.shamir
+        try:
+            values, wrong = shamir.robust_reconstruct(
+                [p for p, _ in shares], np.stack([r for _, r in shares]), threshold
+            )
+        except ValueError:
+            return None
+        return bytes(shamir.join_secret(values, self.secret_bytes)), tuple(wrong)
 
     def evaluate(
         self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int

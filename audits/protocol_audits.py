@@ -11,13 +11,14 @@ degree and threshold against exact hypergeometric bounds recomputed here.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -346,6 +347,122 @@ def _retransmission_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, li
     return rounds, findings
 
 
+def _drive_round(
+    sans_io: SansIOSecureSum,
+    clients: Mapping[int, Any],
+    server: Any,
+    pool: list[Any],
+    before_client: Callable[[Any], None] = lambda message: None,
+) -> list[Any]:
+    """Deliver ``pool`` honestly until the round ends (``before_client`` sees every server
+    message just before its client does); the server messages delivered, in order."""
+    delivered: list[Any] = []
+    for _ in range(10_000):  # a bound, never reached by a round that terminates
+        if sans_io.server_outcome(server) != "running":
+            break
+        if not pool:
+            try:
+                pool = sans_io.close_phase(server)
+            except sans_io.protocol_error:  # the round aborted: its outcome says so
+                break
+            if not pool:
+                break
+            continue
+        message = pool.pop(0)
+        if sans_io.to_server(message):
+            with contextlib.suppress(sans_io.peer_error):
+                pool.extend(sans_io.server_receive(server, message))
+            continue
+        before_client(message)
+        delivered.append(message)
+        with contextlib.suppress(sans_io.protocol_error):
+            pool.extend(sans_io.client_receive(clients[sans_io.peer(message)], message))
+    return delivered
+
+
+def _cross_round_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]]:
+    """Two rounds of the same client ids, each with its own keys (so its own session). In a
+    fresh run of one, a victim client first receives the message of one kind it received in
+    the other round — a message misrouted between concurrent rounds, or replayed by the server
+    from another round — then the genuine one. The stale message must be refused (the client
+    raises; it may abort, as on any server misbehaviour) and the round must still complete
+    with the exact total of its survivors, every other client among them. Every kind of server
+    message, both directions (so either order of the two session ids), both threat models the
+    target runs, complete and SecAgg+ graphs."""
+    findings: list[str] = []
+    rounds = 0
+    victim = 2
+    for threat_model in sans_io.threat_models:
+        for n, degree in ((5, None), (7, 4)):
+            where = f"{threat_model}, n={n}, {'complete' if degree is None else f'k={degree}'}"
+
+            def fresh(
+                offset: int, n: int = n, degree: int | None = degree, model: str = threat_model
+            ) -> tuple[Any, ...]:
+                return sans_io.setup(
+                    n=n,
+                    degree=degree,
+                    threshold=3,
+                    bits=16,
+                    dimension=3,
+                    seed=seed + offset,
+                    threat_model=model,
+                )
+
+            recorded = {}
+            for offset in (1, 2):
+                clients, server, _, pool = fresh(offset)
+                recorded[offset] = {
+                    type(m).__name__: m
+                    for m in reversed(_drive_round(sans_io, clients, server, pool))
+                    if sans_io.peer(m) == victim
+                }
+            for own, other in ((1, 2), (2, 1)):
+                for kind, stale in recorded[other].items():
+                    rounds += 1
+                    clients, server, inputs, pool = fresh(own)
+                    accepted: list[bool] = []
+
+                    def replay(
+                        message: Any,
+                        clients: Any = clients,
+                        stale: Any = stale,
+                        accepted: list[bool] = accepted,
+                    ) -> None:
+                        if accepted or sans_io.peer(message) != victim:
+                            return
+                        if type(message) is not type(stale):
+                            return
+                        try:
+                            sans_io.client_receive(clients[victim], stale)
+                        except sans_io.protocol_error:
+                            accepted.append(False)
+                            return
+                        accepted.append(True)
+
+                    _drive_round(sans_io, clients, server, pool, replay)
+                    if any(accepted):
+                        findings.append(
+                            f"cross-round ({where}): client {victim} accepted another round's "
+                            f"{kind}"
+                        )
+                    if sans_io.server_outcome(server) != "completed":
+                        findings.append(
+                            f"cross-round ({where}, stale {kind}): the round did not complete"
+                        )
+                        continue
+                    total, survivors = sans_io.server_total(server)
+                    expected = sum(inputs[u] for u in survivors) % np.uint64(1 << 16)
+                    if not set(clients) - {victim} <= set(survivors) or not np.array_equal(
+                        np.asarray(total, dtype=np.uint64) % np.uint64(1 << 16), expected
+                    ):
+                        findings.append(
+                            f"cross-round ({where}, stale {kind}): wrong total or survivors "
+                            f"{survivors}"
+                        )
+    return rounds, findings
+
+
 def _round_checks(secure_sum: SecureSumUnderTest, seed: int, rounds: int) -> list[str]:
     findings: list[str] = []
     rng = np.random.default_rng(seed)
@@ -378,6 +495,71 @@ def _round_checks(secure_sum: SecureSumUnderTest, seed: int, rounds: int) -> lis
             findings.append(f"round {r}: survivors {survivors}, expected all but {dropped}")
         if not np.array_equal(np.asarray(total, dtype=np.int64) % (2**bits), expected):
             findings.append(f"round {r} (n={n}, dropped {dropped}): wrong total")
+    return findings
+
+
+def _session_checks(secure_sum: SecureSumUnderTest, seed: int, sessions: int) -> list[str]:
+    """Sessions (one key setup, several sums) whose sums differ in width — as the geometric
+    median's and RFA's do — with a random member dropping before its masked input in some
+    sums: every sum must return the exact total of its survivors, and the survivors must be
+    the members minus the dropped (a dropped client stays out of later sums). Threat model,
+    graph, modulus, n and widths drawn at random; n/a for a target without sessions."""
+    run_session = getattr(secure_sum, "run_session", None)
+    if run_session is None:
+        return []
+    findings: list[str] = []
+    rng = np.random.default_rng(seed + 29)
+    for s in range(sessions):
+        n = int(rng.integers(5, 9))
+        sums = int(rng.integers(2, 5))
+        bits = int(rng.choice([8, 16, 32]))
+        threat_model = ("semi-honest", "malicious")[s % 2]
+        neighbors = None if rng.random() < 0.5 else 4
+        widths = [int(w) for w in rng.choice(np.arange(1, 9), size=sums, replace=False)]
+        inputs = [rng.integers(0, 2**bits, size=(n, w), dtype=np.int64) for w in widths]
+        # At most 1 drop (malicious: the consistency quorum of n ≤ 8) or 2 (semi-honest: every
+        # client keeps t = 2 of its 4 neighbours) in all, so no sum may legitimately abort.
+        budget = 1 if threat_model == "malicious" else 2
+        members = set(range(n))
+        dropped: list[list[int]] = []
+        expected: list[tuple[int, ...]] = []
+        for r in range(sums):
+            drop = r > 0 and sum(len(g) for g in dropped) < budget and rng.random() < 0.6
+            gone = [int(rng.choice(sorted(members)))] if drop else []
+            members -= set(gone)
+            dropped.append(gone)
+            expected.append(tuple(sorted(members)))
+        where = (
+            f"session {s} ({threat_model}, n={n}, "
+            f"{'complete' if neighbors is None else f'k={neighbors}'}, widths {widths}, "
+            f"dropped {dropped})"
+        )
+        try:
+            results = run_session(
+                inputs,
+                bits=bits,
+                dropped=dropped,
+                threshold=2 if neighbors is not None else max(2, n // 2),
+                threat_model=threat_model,
+                neighbors=neighbors,
+                seed=seed + 100 + s,
+            )
+        except Exception as exc:
+            findings.append(f"{where} raised {type(exc).__name__}: {exc}"[:300])
+            continue
+        if results is None or len(results) != sums:
+            findings.append(f"{where} halted")
+            continue
+        for r, (total, survivors) in enumerate(results):
+            if tuple(sorted(survivors)) != expected[r]:
+                findings.append(
+                    f"{where}: sum {r + 1} survivors {survivors}, expected {expected[r]}"
+                )
+            elif not np.array_equal(
+                np.asarray(total, dtype=np.int64) % (2**bits),
+                inputs[r][list(survivors)].sum(axis=0) % (2**bits),
+            ):
+                findings.append(f"{where}: sum {r + 1} (width {widths[r]}) wrong total")
     return findings
 
 
@@ -423,12 +605,19 @@ def audit_secure_sum(
         details["retransmission_rounds"] = retransmitted
         samples += retransmitted
         findings.extend(retransmission_findings)
+        with quiet_library_warnings():
+            crossed, cross_findings = _cross_round_checks(sans_io, seed)
+        details["cross_round_rounds"] = crossed
+        samples += crossed
+        findings.extend(cross_findings)
     else:
         details["state_machine"] = "n/a: the target has no sans-I/O parties"
     if secure_sum is not None:
         rounds = 4 if tier == "fast" else 20
+        sessions = 4 if tier == "fast" else 16
         with quiet_library_warnings():
             findings.extend(_round_checks(secure_sum, seed, rounds))
+            findings.extend(_session_checks(secure_sum, seed, sessions))
             dropout_rounds = {
                 phase: secure_sum.survives_dropout(phase, seed + 17)
                 for phase in ("keys", "shares", "masked", "unmask")
@@ -436,6 +625,11 @@ def audit_secure_sum(
             both = secure_sum.answers_both_shares(seed)
             probe = secure_sum.overflow_probe(seed)
         samples += rounds
+        if hasattr(secure_sum, "run_session"):
+            samples += sessions
+            details["sessions"] = sessions
+        else:
+            details["sessions"] = "n/a: the target has no sessions"
         details["dropout_rounds"] = {k: v or "completed, exact" for k, v in dropout_rounds.items()}
         findings.extend(
             f"one client silent before {phase}: {problem}"
@@ -559,6 +753,49 @@ def _shamir_threshold(sharing: SecretSharingUnderTest, seed: int, trials: int) -
         if t > 1 and sharing.reconstruct([shares[i] for i in chosen[:-1]]) == secret:
             findings.append(f"t−1={t - 1} shares of n={n} reconstructed the secret")
     return sorted(set(findings))
+
+
+def _shamir_error_correction(
+    sharing: SecretSharingUnderTest, seed: int, trials: int
+) -> tuple[int, list[str]]:
+    """Robust reconstruction (what a server runs on unmask shares some clients may garble):
+    with up to e = ⌊(m − t)/2⌋ of m shares replaced by garbage it must return the secret and
+    name exactly the garbled holders; with e + 1 (while e + 1 ≤ m − t) it must refuse or still
+    return the secret — a wrong secret has chance ≈ m^e/p for random garbage, so none is
+    allowed. n/a when the target offers no robust reconstruction."""
+    robust = getattr(sharing, "robust_reconstruct", None)
+    if robust is None:
+        return 0, []
+    findings: list[str] = []
+    rng = np.random.default_rng(seed + 41)
+    for trial in range(trials):
+        m = int(rng.integers(3, 13))
+        t = int(rng.integers(2, m + 1))
+        correctable = (m - t) // 2
+        excess = trial % 3 == 2 and correctable + 1 <= m - t
+        errors = correctable + 1 if excess else int(rng.integers(0, correctable + 1))
+        secret = rng.integers(0, 256, size=sharing.secret_bytes, dtype=np.uint8).tobytes()
+        shares = sharing.share(secret, t, m, seed * 1000 + trial)
+        garbled = sorted(rng.choice(m, size=errors, replace=False).tolist())
+        for i in garbled:
+            point, row = shares[i]
+            noise = rng.integers(1, 2**31 - 1, size=len(row), dtype=np.int64)
+            shares[i] = (point, (np.asarray(row, dtype=np.int64) + noise) % (2**31 - 1))
+        decoded = robust(shares, t)
+        where = f"m={m}, t={t}, {errors} garbled"
+        if decoded is None:
+            if not excess:
+                findings.append(f"robust reconstruction ({where}) refused correctable shares")
+            continue
+        value, wrong = decoded
+        if value != secret:
+            findings.append(f"robust reconstruction ({where}) returned a wrong secret")
+        elif not excess and sorted(wrong) != [shares[i][0] for i in garbled]:
+            findings.append(
+                f"robust reconstruction ({where}) named {sorted(wrong)} as wrong, not "
+                f"{[shares[i][0] for i in garbled]}"
+            )
+    return trials, sorted(set(findings))
 
 
 def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
@@ -1135,7 +1372,12 @@ def audit_shamir_masks_graph(
         refusals, refusal_findings = _shamir_refusals(sharing)
         findings.extend(refusal_findings)
         details["shamir_refusals_checked"] = refusals or "n/a: fixed field"
-        samples += checked + (20 if tier == "fast" else 200) + refusals
+        decodings, decoding_findings = _shamir_error_correction(
+            sharing, seed, 60 if tier == "fast" else 600
+        )
+        findings.extend(decoding_findings)
+        details["shamir_robust_decodings"] = decodings or "n/a: no robust reconstruction"
+        samples += checked + (20 if tier == "fast" else 200) + refusals + decodings
     if masks is not None:
         count, mask_findings, mask_details = _mask_checks(masks, tier, seed)
         findings.extend(mask_findings)

@@ -848,10 +848,10 @@ replace_one events: convert the add_remove ones with event.under_replace_one() f
         >>> ComposedEvent((ZCDP(0.1),)).to_dp_accounting()  # doctest: +SKIP
         ComposedDpEvent(events=[ZCDpEvent(rho=0.1, xi=0.0)])
         """
-        module = _dp_event_module()
-        return module.ComposedDpEvent(
-            [event.to_dp_accounting(ignore_sampler_tv=ignore_sampler_tv) for event in self.events]
-        )
+        for leaf, _ in self.leaves():  # a sampler TV refuses before dp_accounting is needed
+            leaf._check_tv(ignore_sampler_tv)
+        members = [e.to_dp_accounting(ignore_sampler_tv=ignore_sampler_tv) for e in self.events]
+        return _dp_event_module().ComposedDpEvent(members)
 
 
 @dataclass(frozen=True, slots=True)
@@ -901,9 +901,8 @@ class SelfComposedEvent(PrivacyEvent):
         >>> SelfComposedEvent(ZCDP(0.1), 2).to_dp_accounting()  # doctest: +SKIP
         SelfComposedDpEvent(event=ZCDpEvent(rho=0.1, xi=0.0), count=2)
         """
-        return _dp_event_module().SelfComposedDpEvent(
-            self.event.to_dp_accounting(ignore_sampler_tv=ignore_sampler_tv), self.count
-        )
+        inner = self.event.to_dp_accounting(ignore_sampler_tv=ignore_sampler_tv)
+        return _dp_event_module().SelfComposedDpEvent(inner, self.count)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,110 @@
+"""Audit 7's session and cross-round checks, audit 8's robust-decoding check: each passes on our
+code and catches the defect it exists for (a weakened session check, a width check that breaks
+sessions, a decoder that misses or misnames garbled shares)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audits.ours import OurTarget
+from audits.protocol_audits import (
+    _cross_round_checks,
+    _session_checks,
+    _shamir_error_correction,
+)
+
+
+def test_cross_round_messages_are_refused_and_every_round_completes() -> None:
+    sans_io = OurTarget().sans_io()
+    assert sans_io is not None
+    rounds, findings = _cross_round_checks(sans_io, 0)
+    # Per mode and graph, both directions × every kind of server message the victim receives:
+    # key directory, forwarded shares, unmask request (+ consistency request when malicious).
+    assert rounds == 2 * 2 * (3 + 4) and findings == []
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_a_session_check_that_passes_half_of_other_sessions_is_caught(
+    order: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from secagg.client import Client  # noqa: PLC0415
+    from secagg.errors import RemoteProtocolError  # noqa: PLC0415
+
+    def check(self: Any, message: Any, expected: bytes) -> None:
+        stale = message.session_id < expected if order == "<" else message.session_id > expected
+        if stale:  # refuses other sessions on one side of its own id only
+            raise RemoteProtocolError("message from another session", peer_id=0)
+
+    monkeypatch.setattr(Client, "_check_envelope", check)
+    sans_io = OurTarget().sans_io()
+    assert sans_io is not None
+    _, findings = _cross_round_checks(sans_io, 0)
+    assert any("accepted another round's UnmaskRequest" in f for f in findings), findings
+
+
+def test_sessions_whose_sums_differ_in_width_are_exact() -> None:
+    secure_sum = OurTarget().secure_sum()
+    for seed in range(3):
+        assert _session_checks(secure_sum, seed, 6) == []
+
+
+def test_a_client_that_refuses_a_later_sums_width_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from secagg.client import Client  # noqa: PLC0415
+
+    real = Client.set_input
+
+    def fixed_width(self: Any, vector: Any) -> None:
+        if np.asarray(vector).size != self.config.dimension:
+            raise ValueError("only the configured width")
+        real(self, vector)
+
+    monkeypatch.setattr(Client, "set_input", fixed_width)
+    findings = _session_checks(OurTarget().secure_sum(), 0, 4)
+    assert findings and all("only the configured width" in f for f in findings), findings
+
+
+def test_a_target_without_sessions_is_not_asked() -> None:
+    class RoundsOnly:
+        pass
+
+    assert _session_checks(RoundsOnly(), 0, 4) == []  # type: ignore[arg-type]
+
+
+def test_robust_reconstruction_corrects_and_names_garbled_shares() -> None:
+    sharing = OurTarget().secret_sharing()
+    assert sharing is not None
+    for seed in range(3):
+        assert _shamir_error_correction(sharing, seed, 60) == (60, [])
+
+
+class _Decoder:
+    """Our sharing with a defective robust reconstruction."""
+
+    def __init__(self, defect: str) -> None:
+        self._real: Any = OurTarget().secret_sharing()
+        self.defect = defect
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def robust_reconstruct(self, shares: Any, threshold: int) -> Any:
+        if self.defect == "plain":  # no error correction: the first t shares interpolated
+            return self._real.reconstruct(shares[:threshold]), ()
+        decoded = self._real.robust_reconstruct(shares, threshold)
+        if decoded is None or self.defect != "names none":
+            return decoded
+        return decoded[0], ()
+
+
+@pytest.mark.parametrize(
+    ("defect", "expected"),
+    [("plain", "returned a wrong secret"), ("names none", "named [] as wrong")],
+)
+def test_a_defective_robust_reconstruction_is_caught(defect: str, expected: str) -> None:
+    _, findings = _shamir_error_correction(_Decoder(defect), 0, 60)  # type: ignore[arg-type]
+    assert any(expected in f for f in findings), findings
