@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -21,6 +23,7 @@ import dpquantile.quantile
 import secagg
 import secagg.graph_parameters
 import secagg.masks
+import secagg.messages
 import secagg.shamir
 from audits.attacks import AttackSurface, OurAttackSurface
 from audits.targets import (
@@ -119,6 +122,92 @@ class _OurAccountant:
             ("ZCDPAccountant", accountant),
         )
         return tuple((name, event.to_dp_accounting) for name, event in events)
+
+    def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """Events, accountant, DP quantile, secure-average noise and budget, each called with one
+        parameter that voids the guarantee (audit 4: each must raise ValueError or TypeError).
+        ρ = 0 (a release with no loss) and composing 0 times are valid, so not listed."""
+        nan, inf = math.nan, math.inf
+        events = dpquantile.accounting
+        values = np.linspace(0.1, 0.9, 8)
+
+        def gaussian(**changed: Any) -> Callable[[], Any]:
+            kwargs = {"sigma": 2.0, "l2_sensitivity": 1.0, **changed}
+            return lambda: events.DiscreteGaussian(**kwargs)
+
+        def distributed(**changed: Any) -> Callable[[], Any]:
+            kwargs = {
+                "num_clients": 4,
+                "sigma": 2.0,
+                "l1_sensitivity": 2.0,
+                "l2_sensitivity": 2.0,
+                "dimension": 4,
+                **changed,
+            }
+            return lambda: events.DistributedDiscreteGaussian(**kwargs)
+
+        def laplace(**changed: Any) -> Callable[[], Any]:
+            kwargs = {"scale": 1.0, "l1_sensitivity": 1.0, **changed}
+            return lambda: events.DiscreteLaplace(**kwargs)
+
+        def quantile(**changed: Any) -> Callable[[], Any]:
+            kwargs = {"q": 0.5, "lower": 0.0, "upper": 1.0, "bins": 8, "rho": 1.0, **changed}
+            return lambda: dpquantile.dp_quantile(values, seed=0, secure=False, **kwargs)
+
+        def composed() -> Any:
+            return events.ZCDPAccountant().compose(events.ZCDP(0.1), count=3)
+
+        cases: list[tuple[str, Callable[[], Any]]] = []
+        cases += [(f"ZCDP(rho={r})", partial(events.ZCDP, r)) for r in (-1.0, nan, inf)]
+        cases += [(f"DiscreteGaussian(sigma={v})", gaussian(sigma=v)) for v in (0.0, -1, nan, inf)]
+        cases += [
+            (f"DiscreteGaussian(l2_sensitivity={v})", gaussian(l2_sensitivity=v))
+            for v in (-1.0, nan, inf)
+        ]
+        cases += [
+            (f"DiscreteGaussian(sampler_tv_bound={v})", gaussian(sampler_tv_bound=v))
+            for v in (1.0, -1e-9, nan)
+        ]
+        cases += [
+            (f"DistributedDiscreteGaussian({k}={v})", distributed(**{k: v}))
+            for k, v in (
+                ("num_clients", 0),
+                ("sigma", 0.0),
+                ("sigma", nan),
+                ("l1_sensitivity", -1.0),
+                ("l2_sensitivity", nan),
+                ("dimension", 0),
+                ("sampler_tv_bound", 1.0),
+            )
+        ]
+        cases += [
+            (f"DiscreteLaplace({k}={v})", laplace(**{k: v}))
+            for k, v in (("scale", 0.0), ("scale", nan), ("l1_sensitivity", -1.0))
+        ]
+        cases += [
+            ("compose(count=-1)", lambda: events.ZCDPAccountant().compose(events.ZCDP(0.1), -1))
+        ]
+        def epsilon(delta: float) -> Any:
+            return composed().epsilon(delta)
+
+        def delta(epsilon: float) -> Any:
+            return composed().delta(epsilon)
+
+        cases += [(f"epsilon(delta={d})", partial(epsilon, d)) for d in (0.0, 1.0, nan)]
+        cases += [(f"delta(epsilon={e})", partial(delta, e)) for e in (-1.0, nan)]
+        cases += [(f"dp_quantile(rho={r})", quantile(rho=r)) for r in (0.0, -1.0, nan, inf)]
+        cases += [(f"dp_quantile(q={q})", quantile(q=q)) for q in (-0.1, 1.5, nan)]
+        cases += [
+            ("dp_quantile(lower > upper)", quantile(lower=1.0, upper=0.0)),
+            ("dp_quantile(bins=1)", quantile(bins=1)),
+        ]
+        noise = secure_average.DiscreteGaussianNoise
+        cases += [(f"DiscreteGaussianNoise(rho={r})", partial(noise, rho=r)) for r in (0, nan, inf)]
+        cases += [
+            ("PrivacyBudget(epsilon=0)", lambda: events.PrivacyBudget(0.0, 1e-5)),
+            ("PrivacyBudget(delta=1)", lambda: events.PrivacyBudget(1.0, 1.0)),
+        ]
+        return tuple(cases)
 
     def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
         event = dpquantile.ZCDP(rho)
@@ -482,6 +571,33 @@ class _OurSecureSum:
             return None
         return out
 
+    def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """A round configured with a threshold, width, modulus, degree or number of sums out of
+        range, or a server given client ids outside the wire format or twice (audit 7: each must
+        raise ValueError or TypeError). t = 1 is valid (with a warning), so not listed."""
+        base: dict[str, Any] = {"dimension": 3, "threshold": 2, "round_nonce": b"secagg-dp audits"}
+        changes = (
+            ("threshold", 0),
+            ("dimension", 0),
+            ("modulus_bits", 0),
+            ("modulus_bits", 65),
+            ("neighbors", 3),
+            ("neighbors", 0),
+            ("iterations", 0),
+            ("iterations", 256),
+        )
+        cases: list[tuple[str, Callable[[], Any]]] = [
+            (f"SecAggConfig({k}={v})", partial(secagg.SecAggConfig, **{**base, k: v}))
+            for k, v in changes
+        ]
+        config = secagg.SecAggConfig(**base, threat_model="semi-honest")
+        largest = secagg.messages.MAX_ID
+        cases += [
+            (f"Server(ids={ids})", partial(secagg.Server, config, ids))
+            for ids in ([0, 1, 2], [1, 2, largest + 1], [1, 1, 2])
+        ]
+        return tuple(cases)
+
     def survives_dropout(self, phase: str, seed: int) -> str | None:
         inputs = np.arange(15, dtype=np.int64).reshape(5, 3)
         dropouts = {_PHASES[phase]: [0]}
@@ -718,6 +834,31 @@ class _OurGraph:
             failure_log2=self.failure_log2,
             security_bits=self.security_bits,
         )
+
+    def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """The picker called with a rate, failure target or security target out of its range,
+        or one client (audit 8: each must raise ValueError or TypeError)."""
+        pick = secagg.graph_parameters.secagg_plus_parameters
+        nan, inf = math.nan, math.inf
+        changes = (
+            ("dropout_rate", 1.0),
+            ("dropout_rate", -0.1),
+            ("dropout_rate", nan),
+            ("corruption_rate", 1.0),
+            ("corruption_rate", nan),
+            ("failure_log2", 0.0),
+            ("failure_log2", nan),
+            ("security_bits", 0.0),
+            ("security_bits", -1.0),
+            ("security_bits", nan),
+            ("security_bits", inf),
+        )
+        cases: list[tuple[str, Callable[[], Any]]] = [
+            (f"secagg_plus_parameters({k}={v})", partial(pick, 100, **{k: v}))
+            for k, v in changes
+        ]
+        cases.append(("secagg_plus_parameters(num_clients=1)", lambda: pick(1)))
+        return tuple(cases)
 
     def parameters(
         self, num_clients: int, dropout_rate: float, corruption_rate: float

@@ -24,7 +24,7 @@ from audits.statistics import (
     one_sided_z,
     threshold_epsilon_lower_bound,
 )
-from audits.targets import AuditTarget, NeighbouringMechanism
+from audits.targets import AuditTarget, NeighbouringMechanism, refusal_findings
 
 __all__ = [
     "REFERENCE_DELTA",
@@ -457,8 +457,11 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     sampler TV against the ideal exact ε (``discrete_laplace_epsilon``, ``zcdp_epsilon``,
     ``discrete_gaussian_epsilon_with_tv``); an accountant claiming CKS20's conversion at the
     best order is held to it; no event whose noise carries a sampler TV is exported to
-    another accountant as exact by default (``sampler_tv_exports``); and the sensitivities of
-    randomly rounded vectors against KLS21 Thm. 1 and Prop. 22 (``kls21_sensitivities``).
+    another accountant as exact by default (``sampler_tv_exports``); the sensitivities of
+    randomly rounded vectors against KLS21 Thm. 1 and Prop. 22 (``kls21_sensitivities``); and
+    every parameter that would void a guarantee (ρ, σ, Δ, δ or a sampler TV out of range, for
+    events, accountant, DP quantile, noise and budget: ``invalid_parameters``) refused with a
+    ValueError or TypeError (:func:`~audits.targets.refusal_findings`).
 
     For every (σ, Δ, T) of the grid the exact profile δ(ε) of T releases is computed by direct
     pmf sums (:func:`~audits.statistics.composed_discrete_gaussian_delta`; CKS20 Thm. 7 for
@@ -525,6 +528,8 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     zcdp_rows = _zcdp_checks(accountant, tier, findings)
     exports = _tv_export_checks(accountant, findings)
     rounding_rows = _rounding_sensitivity_checks(accountant, findings)
+    refused, refusal_problems = refusal_findings(accountant)
+    findings.extend(refusal_problems)
     loose = [r for r in rows if not r["slack_enforced"] and r["ratio"] > _SLACK]
     return AuditResult(
         audit=4,
@@ -552,6 +557,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "sampler_tv_exports": exports,
             "rounding_sensitivity_rows": rounding_rows,
             "sampler_tv_rows": tv_rows,
+            "invalid_parameters_tried": refused or "n/a: none listed",
         },
         seconds=time.perf_counter() - start,
         power="any ε understated at its grid points (exact recomputation; deterministic)",

@@ -36,6 +36,7 @@ from audits.targets import (
     SansIOSecureSum,
     SecretSharingUnderTest,
     SecureSumUnderTest,
+    refusal_findings,
 )
 
 if TYPE_CHECKING:
@@ -618,6 +619,9 @@ def audit_secure_sum(
         with quiet_library_warnings():
             findings.extend(_round_checks(secure_sum, seed, rounds))
             findings.extend(_session_checks(secure_sum, seed, sessions))
+            refused, refusal_problems = refusal_findings(secure_sum)
+            findings.extend(refusal_problems)
+            details["invalid_parameters_tried"] = refused or "n/a: none listed"
             dropout_rounds = {
                 phase: secure_sum.survives_dropout(phase, seed + 17)
                 for phase in ("keys", "shares", "masked", "unmask")
@@ -1369,8 +1373,8 @@ def audit_shamir_masks_graph(
         samples += sampled
         threshold = _shamir_threshold(sharing, seed, 20 if tier == "fast" else 200)
         findings.extend(threshold)
-        refusals, refusal_findings = _shamir_refusals(sharing)
-        findings.extend(refusal_findings)
+        refusals, shamir_refused = _shamir_refusals(sharing)
+        findings.extend(shamir_refused)
         details["shamir_refusals_checked"] = refusals or "n/a: fixed field"
         decodings, decoding_findings = _shamir_error_correction(
             sharing, seed, 60 if tier == "fast" else 600
@@ -1392,6 +1396,9 @@ def audit_shamir_masks_graph(
     if graph is not None:
         count, graph_findings, rows = _graph_checks(graph, tier)
         findings.extend(graph_findings)
+        refused, refusal_problems = refusal_findings(graph)
+        findings.extend(refusal_problems)
+        details["graph_invalid_parameters_tried"] = refused or "n/a: none listed"
         details["graph"] = rows
         samples += count
         # A picker that takes other targets is also checked at a loose, a tight and a very

@@ -46,6 +46,7 @@ __all__ = [
     "SecretSharingUnderTest",
     "SecureSumUnderTest",
     "load_modules",
+    "refusal_findings",
 ]
 
 #: ``draw(size, seed)``: ``size`` samples from a stream determined by ``seed`` (the sampling path).
@@ -698,3 +699,35 @@ def load_modules(modules: Mapping[str, str], requirement: str) -> SimpleNamespac
         return SimpleNamespace(**{k: importlib.import_module(m) for k, m in modules.items()})
     except ImportError as error:
         raise ImportError(f"this adapter needs {requirement} ({error})") from error
+
+
+def refusal_findings(offered: object) -> tuple[int, list[str]]:
+    """The calls a capability lists in an optional ``invalid_parameters()`` (label → a call with
+    one privacy or protocol parameter out of its range: ρ, σ, δ or a sampler TV that voids the
+    guarantee, a dropout rate of 1, a threshold of 0, a client id outside the wire format). Each
+    must refuse with a ``ValueError`` or ``TypeError`` — not accept the value, not fail with
+    another error. Returns (calls made, findings); (0, []) when the capability lists none.
+
+    Examples
+    --------
+    >>> class Lenient:
+    ...     def invalid_parameters(self):
+    ...         return (("sqrt(-1)", lambda: (-1) ** 0.5), ("int('x')", lambda: int("x")))
+    >>> refusal_findings(Lenient())
+    (2, ['sqrt(-1) accepted (returned a complex)'])
+    """
+    listed = getattr(offered, "invalid_parameters", None)
+    if listed is None:
+        return 0, []
+    findings: list[str] = []
+    cases = tuple(listed())
+    for label, call in cases:
+        try:
+            value = call()
+        except (ValueError, TypeError):
+            continue
+        except Exception as error:  # a refusal, but not a clear one
+            findings.append(f"{label} failed with {type(error).__name__}: {error}"[:200])
+            continue
+        findings.append(f"{label} accepted (returned a {type(value).__name__})")
+    return len(cases), findings
