@@ -575,7 +575,11 @@ def audit_secure_sum(
     refuses; a round survives one client going silent before each phase; a sum that cannot fit
     the modulus is refused rather than wrapped, and (ours) a sum at the very edge of the plan's
     headroom does not wrap; honest rounds in which every message to the server arrives again
-    while its phase is open (same object, equal copy) complete exactly, no copy a fault.
+    while its phase is open (same object, equal copy) complete exactly, no copy a fault; every
+    kind of server message of another round, delivered to a client first, is refused and the
+    round stays exact (:func:`_cross_round_checks`); sessions whose sums differ in width, with
+    random dropouts, give every sum's exact total (:func:`_session_checks`); configurations
+    and client ids out of range are refused (:func:`~audits.targets.refusal_findings`).
     Deterministic verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides
     the tier's number of state-machine examples (fast 60 × 25 steps, deep 1500 × 50).
 
@@ -1326,7 +1330,9 @@ def audit_shamir_masks_graph(
       whatever the secret (χ², so the coefficients are drawn uniformly); correctness: any t
       shares reconstruct, t − 1 do not; and refusals: no share at a point ≡ 0 (mod p) — it is
       the secret — nor two at congruent points, a secret outside Z_p or a composite modulus,
-      while every prime field up to Z_37 is accepted.
+      while every prime field up to Z_37 is accepted. Robust reconstruction (when offered):
+      with up to ⌊(m − t)/2⌋ of m shares garbled, the secret and exactly the garbled holders;
+      with one more, a refusal or the secret — never a wrong secret.
     * Masks: χ² uniformity on Z_M for rings of every width class, M = 2^b with b ∈ {1, …, 5,
       31, 32, 33, 48, 63, 64} (2^16 entries each; above 5 bits per 4-bit slice: low, middle,
       top, and across bit 32 of a 64-bit word); one seed in two sessions gives two masks;
@@ -1344,7 +1350,9 @@ def audit_shamir_masks_graph(
       k − 2 (no t meets both bounds there), one that claims the smallest threshold (2 rather
       than 1 when both are valid) must choose exactly it, and the bounds a picker reports
       (log2 recovery failure, security bits) must be the exact ones of its choice; a picker
-      that takes other targets is checked at (2^-10, 16 bits), (2^-40, 80) and (2^-1, 1) too.
+      that takes other targets is checked at (2^-10, 16 bits), (2^-40, 80) and (2^-1, 1) too;
+      rates, failure and security targets out of range must be refused
+      (:func:`~audits.targets.refusal_findings`).
 
     Examples
     --------

@@ -142,7 +142,8 @@ class AccountantUnderTest(Protocol):
     ``sampler_tv_exports(tv)`` (name and call, with its defaults, of every export of an event
     whose noise carries sampler TV ``tv``: with tv > 0 each must refuse); and
     ``kls21_sensitivities(l2_clip, granularity, dimension, beta)`` ((Δ₁, Δ₂) of a clipped
-    vector randomly rounded to the grid; β = None for plain rounding), recomputed from KLS21.
+    vector randomly rounded to the grid; β = None for plain rounding), recomputed from KLS21;
+    and ``invalid_parameters()`` (calls that must refuse: :func:`refusal_findings`).
 
     Examples
     --------
@@ -341,6 +342,11 @@ class SecureSumUnderTest(Protocol):
 
     An optional class attribute ``seeded = True`` claims that a seeded round repeats (every
     client's randomness comes from ``seed``); audit 8 then checks it on the masked inputs.
+    Optional methods: ``run_session(inputs, *, bits, dropped, threshold, threat_model,
+    neighbors, seed)`` runs one key setup and ``len(inputs)`` sums, sum r over the (n, d_r)
+    rows ``inputs[r]`` with ``dropped[r]`` vanishing before their masked input, and returns
+    each sum's (total, survivors) or ``None`` (audit 7's session checks);
+    ``invalid_parameters()`` lists calls that must refuse (:func:`refusal_findings`).
 
     Examples
     --------
@@ -414,6 +420,9 @@ class MaskPRGUnderTest(Protocol):
 class SecretSharingUnderTest(Protocol):
     """Shamir sharing (audit 8).
 
+    An optional ``robust_reconstruct(shares, threshold)`` returns (secret, points of the shares
+    found wrong) or ``None`` when it cannot decode (audit 8's error-correction check).
+
     Examples
     --------
     >>> from audits.ours import OurTarget
@@ -467,7 +476,8 @@ class GraphParametersUnderTest(Protocol):
     other targets: audit 8 then checks it at three more pairs too. An optional method
     ``reported_bounds(n, dropout_rate, corruption_rate)`` returns the
     (log2 recovery failure, security bits) the picker reports for its choice; audit 8 checks
-    them against the exact bounds.
+    them against the exact bounds. ``invalid_parameters()``: calls that must refuse
+    (:func:`refusal_findings`).
 
     Examples
     --------
