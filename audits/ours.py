@@ -779,9 +779,9 @@ class _OurShamir:
             values, wrong = shamir.robust_reconstruct(
                 [p for p, _ in shares], np.stack([r for _, r in shares]), threshold
             )
+            return bytes(shamir.join_secret(values, self.secret_bytes)), tuple(wrong)
         except ValueError:
             return None
-        return bytes(shamir.join_secret(values, self.secret_bytes)), tuple(wrong)
 
     def evaluate(
         self, secret: int, coefficients: Sequence[int], points: Sequence[int], prime: int

@@ -763,14 +763,19 @@ def _shamir_threshold(sharing: SecretSharingUnderTest, seed: int, trials: int) -
     return sorted(set(findings))
 
 
+_GARBAGE = ("random", "zeros", "another's", "one entry off by one")
+"""How a dishonest holder garbles its share in audit 8's error-correction check."""
+
+
 def _shamir_error_correction(
     sharing: SecretSharingUnderTest, seed: int, trials: int
 ) -> tuple[int, list[str]]:
     """Robust reconstruction (what a server runs on unmask shares some clients may garble):
-    with up to e = ⌊(m − t)/2⌋ of m shares replaced by garbage it must return the secret and
-    name exactly the garbled holders; with e + 1 (while e + 1 ≤ m − t) it must refuse or still
-    return the secret — a wrong secret has chance ≈ m^e/p for random garbage, so none is
-    allowed. n/a when the target offers no robust reconstruction."""
+    with up to e = ⌊(m − t)/2⌋ of m shares garbled (:data:`_GARBAGE`: random values, zeros,
+    another holder's share, one entry off by one) it must return the secret and
+    name exactly the garbled holders; with e + 1 random ones (while e + 1 ≤ m − t) it must
+    refuse or still return the secret — a wrong secret has chance ≈ m^e/p for random garbage,
+    so none is allowed. n/a when the target offers no robust reconstruction."""
     robust = getattr(sharing, "robust_reconstruct", None)
     if robust is None:
         return 0, []
@@ -785,12 +790,26 @@ def _shamir_error_correction(
         secret = rng.integers(0, 256, size=sharing.secret_bytes, dtype=np.uint8).tobytes()
         shares = sharing.share(secret, t, m, seed * 1000 + trial)
         garbled = sorted(rng.choice(m, size=errors, replace=False).tolist())
+        # Beyond the radius only random garbage: e + 1 holders sending copies of one honest
+        # share can make a constant polynomial the nearest codeword (no decoder can tell).
+        pattern = "random" if excess else _GARBAGE[trial % len(_GARBAGE)]
+        source = min(set(range(m)) - set(garbled))  # an honest holder whose share is copied
+        honest_row = np.asarray(shares[source][1], dtype=np.int64)
         for i in garbled:
             point, row = shares[i]
-            noise = rng.integers(1, 2**31 - 1, size=len(row), dtype=np.int64)
-            shares[i] = (point, (np.asarray(row, dtype=np.int64) + noise) % (2**31 - 1))
+            row = np.asarray(row, dtype=np.int64)
+            if pattern == "random":
+                noise = rng.integers(1, 2**31 - 1, size=len(row), dtype=np.int64)
+            elif pattern == "zeros":  # all-zero shares (zero entries change elimination)
+                noise = -row
+            elif pattern == "another's":  # another holder's share, sent as one's own
+                noise = honest_row - row
+            else:  # "one entry off by one"
+                noise = np.zeros_like(row)
+                noise[int(rng.integers(len(row)))] = 1
+            shares[i] = (point, (row + noise) % (2**31 - 1))
         decoded = robust(shares, t)
-        where = f"m={m}, t={t}, {errors} garbled"
+        where = f"m={m}, t={t}, {errors} garbled ({pattern})"
         if decoded is None:
             if not excess:
                 findings.append(f"robust reconstruction ({where}) refused correctable shares")
