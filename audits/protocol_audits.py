@@ -1216,12 +1216,17 @@ _OTHER_TARGETS: tuple[tuple[float, float], ...] = ((-10.0, 16.0), (-40.0, 80.0),
 
 
 def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float], ...]]:
-    """Audit 8's (n, δ, γ) grid: sizes spread geometrically from 5 to 5 000 (fast; 30 000
-    deep), so that complete graphs, thresholds 1 and 2, the smallest Harary graphs and large
-    sparse graphs are all met; rate pairs from none to heavy, several making n·rate
+    """Audit 8's (n, δ, γ) grid: n = 3, 4 and sizes spread geometrically from 5 to 5 000
+    (fast; 30 000 deep), so that complete graphs (of odd degree too), thresholds 1 and 2, the
+    smallest Harary graphs and large sparse graphs are all met, and cells no graph can serve
+    (the picker must refuse exactly those); rate pairs from none to heavy, several making n·rate
     non-integer (the ⌊n·rate + 1/2⌋ rounding). The exact checks cost ≈ 1 ms a cell."""
     top, count = (5000, 32) if tier == "fast" else (30_000, 64)
-    sizes = tuple(sorted({round(5 * (top / 5) ** (i / (count - 1))) for i in range(count)}))
+    # n = 3 and 4 as well: the smallest sessions, where only a complete graph (k = 2, k = 3:
+    # an odd degree) is possible.
+    sizes = tuple(
+        sorted({3, 4} | {round(5 * (top / 5) ** (i / (count - 1))) for i in range(count)})
+    )
     rates = (
         (0.1, 0.05),
         (0.2, 0.1),
@@ -1246,8 +1251,18 @@ def _graph_checks(
     security_limit = Fraction(2) ** -Fraction(graph.security_bits).limit_denominator(1000)
     for n in sizes:
         for dropout, corruption in rates:
-            k, t = graph.parameters(n, dropout, corruption)
             d, c = _count(n, dropout), _count(n, corruption)
+            try:
+                k, t = graph.parameters(n, dropout, corruption)
+            except ValueError as error:
+                # Refusing is right only where even the complete graph has no t: c < t ≤ n−1−d.
+                rows.append({"n": n, "dropout": dropout, "corruption": corruption, "refused": True})
+                if c + 1 <= n - 1 - d:
+                    findings.append(
+                        f"n={n}, δ={dropout}, γ={corruption}: refused, but the complete graph "
+                        f"with t={c + 1} meets both targets ({error})"[:300]
+                    )
+                continue
             row: dict[str, Any] = {
                 "n": n,
                 "dropout": dropout,
@@ -1364,8 +1379,9 @@ def audit_shamir_masks_graph(
       the family-wise α = 1e-6 (Bonferroni: a third each to the sampled Shamir views, the masks
       and the masked inputs).
     * SecAgg+ (k, t) against exact hypergeometric bounds recomputed here in rationals (Bell et
-      al. 2020 events: recovery failure, secrecy, disconnection), on 288 (n, δ, γ) cells
-      (fast; 576 deep); a picker that claims the smallest even degree must leave none at
+      al. 2020 events: recovery failure, secrecy, disconnection), on 306 (n, δ, γ) cells
+      (fast; 594 deep; from n = 3), refusing only cells even the complete graph cannot serve;
+      a picker that claims the smallest even degree must leave none at
       k − 2 (no t meets both bounds there), one that claims the smallest threshold (2 rather
       than 1 when both are valid) must choose exactly it, and the bounds a picker reports
       (log2 recovery failure, security bits) must be the exact ones of its choice; a picker

@@ -67,9 +67,13 @@ def test_the_threshold_is_recomputed_when_the_smallest_is_claimed() -> None:
 
 def test_the_fast_grid_reaches_both_graphs_thresholds_one_and_two_and_non_integer_counts() -> None:
     _, _, rows = _graph_checks(OurTarget().graph_parameters(), "fast")
-    assert {r["graph"] for r in rows} == {"complete", "harary"}
-    assert {1, 2} <= {r["t"] for r in rows}
-    assert any((r["n"] * r["dropout"]) % 1 for r in rows)
+    served = [r for r in rows if not r.get("refused")]
+    assert {r["graph"] for r in served} == {"complete", "harary"}
+    # A complete graph of odd degree (n = 4), and a cell no graph can serve (n = 3, refused).
+    assert any(r["graph"] == "complete" and r["k"] % 2 for r in served)
+    assert [(r["n"], r["dropout"]) for r in rows if r.get("refused")] == [(3, 0.3)]
+    assert {1, 2} <= {r["t"] for r in served}
+    assert any((r["n"] * r["dropout"]) % 1 for r in served)
 
 
 class _Misreports:
@@ -111,7 +115,31 @@ class _AlwaysComplete:
     def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
         from audits.protocol_audits import _count  # noqa: PLC0415
 
-        return n - 1, _count(n, corruption) + 1
+        t = _count(n, corruption) + 1
+        if t > n - 1 - _count(n, dropout):
+            raise ValueError("no graph meets both targets")
+        return n - 1, t
+
+
+class _RefusesOddDegrees:
+    """Our picker, but refusing a complete graph of odd degree (n even) as malformed."""
+
+    failure_log2 = -20.0
+    security_bits = 40.0
+
+    def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+        k, t = OurTarget().graph_parameters().parameters(n, dropout, corruption)
+        if k % 2:
+            raise ValueError(f"degree must be even; got {k}")
+        return k, t
+
+
+def test_a_picker_refusing_a_cell_the_complete_graph_serves_is_caught() -> None:
+    findings = _graph_checks(_RefusesOddDegrees(), "fast")[1]
+    assert findings == [
+        "n=4, δ=0.3, γ=0.2: refused, but the complete graph with t=2 meets both targets "
+        "(degree must be even; got 3)"
+    ]
 
 
 def test_a_complete_graph_where_a_sparse_degree_suffices_breaks_the_minimality_claim() -> None:
