@@ -85,6 +85,23 @@ class _OurAccountant:
         event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def discrete_gaussian_epsilon_grouped(
+        self, sigma: float, sensitivity: float, grouping: tuple[str, tuple[int, ...]], delta: float
+    ) -> float:
+        """ε(δ) of the same releases composed in groups: ``("nested", (a, b, …))`` is a
+        self-composition of a self-composition (a·b·… releases), ``("parts", (p, q, …))`` a
+        composition of self-compositions (p + q + … releases)."""
+        kind, counts = grouping
+        event: Any = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
+        if kind == "nested":
+            for count in counts:
+                event = dpquantile.SelfComposedEvent(event, count)
+        else:
+            event = dpquantile.ComposedEvent(
+                tuple(dpquantile.SelfComposedEvent(event, count) for count in counts)
+            )
+        return float(dpquantile.ZCDPAccountant().compose(event).epsilon(delta))
+
     def discrete_gaussian_epsilon_with_tv(
         self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
     ) -> float:
@@ -187,6 +204,7 @@ class _OurAccountant:
         cases += [
             ("compose(count=-1)", lambda: events.ZCDPAccountant().compose(events.ZCDP(0.1), -1))
         ]
+
         def epsilon(delta: float) -> Any:
             return composed().epsilon(delta)
 
