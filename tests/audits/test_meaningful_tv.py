@@ -1,0 +1,60 @@
+"""Audit 4 at sampler TVs that matter (η = 10⁻⁴·δ, 10⁻²·δ): every claim certified by the TV
+coupling on the exact profile, and near the smallest certified ε; an accountant that ignores
+the TV, or gives up on it, is caught."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from audits.ours import OurTarget
+from audits.privacy_audits import (
+    _ACCOUNTANT_GRID,
+    _meaningful_tv_checks,
+    _smallest_certified_epsilon,
+)
+from audits.statistics import composed_discrete_gaussian_delta, epsilon_from_delta_curve
+
+
+def test_the_smallest_certified_epsilon_solves_the_coupling_bound() -> None:
+    curve = composed_discrete_gaussian_delta(2.0, 1.0, 4)
+    exact = epsilon_from_delta_curve(curve, 1e-5)
+    best = _smallest_certified_epsilon(curve, 1e-5, 1e-8)
+    assert exact < best < 1.1 * exact
+    assert curve(best) + (1 + math.exp(best)) * 1e-8 <= 1e-5 * (1 + 1e-12)
+    below = best * (1 - 1e-6)
+    assert curve(below) + (1 + math.exp(below)) * 1e-8 > 1e-5
+    assert _smallest_certified_epsilon(curve, 1e-5, 1e-5) == math.inf  # η = δ: nothing left
+
+
+def test_ours_is_certified_and_tight_at_meaningful_tvs() -> None:
+    findings: list[str] = []
+    rows = _meaningful_tv_checks(OurTarget().accountant(), _ACCOUNTANT_GRID["fast"], findings)
+    assert findings == [] and len(rows) == 96
+    finite = [r for r in rows if math.isfinite(r["certified"])]
+    assert finite and all(abs(r["claimed"] / r["certified"] - 1) < 1e-6 for r in finite)
+
+
+class _TVBlind:
+    """Our accountant, but the TV ignored (or, ``gives_up``, every TV claim ∞)."""
+
+    def __init__(self, gives_up: bool) -> None:
+        self._real: Any = OurTarget().accountant()
+        self.gives_up = gives_up
+
+    def discrete_gaussian_epsilon_with_tv(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
+    ) -> float:
+        if self.gives_up:
+            return math.inf
+        return float(self._real.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta))
+
+
+def test_an_accountant_ignoring_or_giving_up_on_the_tv_is_caught() -> None:
+    grid = _ACCOUNTANT_GRID["fast"]
+    ignored: list[str] = []
+    _meaningful_tv_checks(_TVBlind(False), grid, ignored)
+    assert ignored and all("is not certified" in f for f in ignored)
+    gave_up: list[str] = []
+    _meaningful_tv_checks(_TVBlind(True), grid, gave_up)
+    assert gave_up and all("claimed ε inf > 1.15 ×" in f for f in gave_up)
