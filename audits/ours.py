@@ -951,6 +951,21 @@ class OurTarget:
             _OurSampler("fast", "FastDiscreteGaussian", exact=False),
         )
 
+    def discrete_laplace_sampler(self) -> Callable[[float], Draw]:
+        """:class:`dpquantile.ExactDiscreteLaplace`: scale → draw function (audit 1)."""
+
+        def prepare(scale: float) -> Draw:
+            sampler = dpquantile.ExactDiscreteLaplace(scale)
+
+            def draw(size: int, seed: int) -> NDArray[np.generic]:
+                stream = secagg.KeystreamRandom(seed, label=KNOWN_ANSWER_LABEL)
+                values: NDArray[np.generic] = sampler.sample(size, rng=stream)
+                return values
+
+            return draw
+
+        return prepare
+
     def known_answers(self) -> Sequence[KnownAnswer]:
         """The Gaussian samplers' committed vectors: package data ``dpquantile/known_answers.json``,
         the file the unit tests check too."""

@@ -267,6 +267,44 @@ def _empirical_pmf(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict
     }
 
 
+_LAPLACE_SCALES = (0.6, 1.0, 2.5, 7.0 / 3.0, 10.0)
+"""Audit 1's discrete Laplace scales: integer ones and rationals t/s with s ≠ 1 (3/5, 5/2, 7/3),
+which take the sampler's division Y = ⌊(U + t·V)/s⌋ (CKS20 Alg. 2)."""
+_LAPLACE_TESTS = ("chi2", "variance", "tail")
+
+
+def _laplace_tests(samples: NDArray[np.int64], scale: float) -> dict[str, Any]:
+    """χ² (tail bins), variance z and the exact binomial test of the mass beyond 5·scale
+    against P[x] = (1 − r)/(1 + r)·r^|x|, r = e^(−1/scale), recomputed here."""
+    r = math.exp(-1.0 / scale)
+
+    def pmf(ks: NDArray[np.int64]) -> NDArray[np.float64]:
+        return (1.0 - r) / (1.0 + r) * np.power(r, np.abs(ks).astype(np.float64))
+
+    n = samples.size
+    chi = chi_square_against_pmf(samples, pmf, min_expected=20.0)
+    reach = np.arange(0, math.ceil(60 * scale) + 60, dtype=np.int64)  # mass beyond: < e^-60
+    weights = pmf(reach) * np.where(reach == 0, 1.0, 2.0)
+    variance = float(np.sum(weights * reach.astype(np.float64) ** 2))
+    fourth = float(np.sum(weights * reach.astype(np.float64) ** 4))
+    second = float(np.mean(samples.astype(np.float64) ** 2))
+    variance_z = (second - variance) / math.sqrt(max(fourth - variance**2, 1e-300) / n)
+    edge = math.floor(5 * scale)
+    mass = 2.0 * r ** (edge + 1) / (1.0 + r)  # P[|X| > edge]
+    observed = int(np.count_nonzero(np.abs(samples) > edge))
+    low, high = stats.binom.cdf(observed, n, mass), stats.binom.sf(observed - 1, n, mass)
+    return {
+        "scale": scale,
+        "samples": int(n),
+        "chi2": chi.statistic,
+        "chi2_dof": chi.dof,
+        "chi2_p": chi.p_value,
+        "variance_ratio": second / variance,
+        "variance_p": _two_sided(variance_z),
+        "tail_p": float(min(1.0, 2.0 * min(low, high))),
+    }
+
+
 def audit_sampler_fit(
     target: AuditTarget,
     *,
@@ -279,8 +317,10 @@ def audit_sampler_fit(
 
     Six tests per (sampler, σ): Pearson χ² with pooled tail bins, a variance z-test, a log-slope
     test over disjoint magnitude pairs, a sign-symmetry test and exact binomial tests of the mass
-    beyond 4σ and beyond 5σ; every p-value is compared with
-    α/m (Bonferroni over all m tests, family-wise α = 1e-6).
+    beyond 4σ and beyond 5σ; and, when the target offers a discrete Laplace sampler
+    (``discrete_laplace_sampler()``: scale → draw function), χ², variance and tail-mass tests of
+    it at :data:`_LAPLACE_SCALES` against the pmf recomputed here; every p-value is compared
+    with α/m (Bonferroni over all m tests, family-wise α = 1e-6).
 
     Parameters
     ----------
@@ -310,7 +350,9 @@ def audit_sampler_fit(
         return not_applicable(1, "sampler-fit", target.name, "no discrete Gaussian sampler")
     used = mechanism_sigmas() if sigmas is None else {}
     grid = tuple(sigmas) if sigmas is not None else _FIT_SIGMAS[tier] + tuple(used.values())
-    tests = len(_FIT_TESTS) * len(samplers) * len(grid)
+    laplace = getattr(target, "discrete_laplace_sampler", lambda: None)()
+    scales = _LAPLACE_SCALES if laplace is not None and sigmas is None else ()
+    tests = len(_FIT_TESTS) * len(samplers) * len(grid) + len(_LAPLACE_TESTS) * len(scales)
     per_test = FAMILY_ALPHA / tests
     cells: list[dict[str, Any]] = []
     findings: list[str] = []
@@ -340,6 +382,24 @@ def audit_sampler_fit(
             if not plot or (sigma == 3.0 and index == 0):
                 pmf = _empirical_pmf(values.astype(np.int64), law)
                 plot = {"sampler": sampler.name, "sigma": sigma, **pmf}
+    laplace_cells: list[dict[str, Any]] = []
+    for position, scale in enumerate(scales):
+        assert laplace is not None
+        count = samples if samples is not None else _FIT_SAMPLES[tier][True]
+        values = np.asarray(laplace(scale)(count, seed * 1000 + 900 + position))
+        total += values.size
+        if values.dtype.kind not in "iu":
+            findings.append(f"discrete Laplace scale={scale:.4g}: output dtype {values.dtype}")
+            values = np.rint(values.astype(np.float64))
+        result = _laplace_tests(values.astype(np.int64), scale)
+        laplace_cells.append(result)
+        for test in _LAPLACE_TESTS:
+            p = float(result[f"{test}_p"])
+            smallest = min(smallest, p)
+            if p < per_test:
+                findings.append(
+                    f"discrete Laplace scale={scale:.4g}: {test} p = {p:.3g} < {per_test:.2g}"
+                )
     # What this run would have caught: the variance test's σ shortfall at 95 % power, worst cell.
     worst = max(sigma_shortfall(c["sigma"], c["samples"], per_test) for c in cells)
     # A tail cut off beyond kσ leaves 0 draws there: caught when 2·exp(−expected) < α/m.
@@ -364,6 +424,7 @@ def audit_sampler_fit(
             "sigma_shortfall_detected": worst,
             "tail_cut_detected_cells": {f"{k}σ": cut[k] for k in (4, 5)},
             "mechanism_sigmas": used,
+            "discrete_laplace_cells": laplace_cells or "n/a: none offered, or σ overridden",
         },
         seconds=time.perf_counter() - start,
         power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z); a tail "
