@@ -474,6 +474,16 @@ class _OurSansIO:
         replies: list[Any] = client.receive(message)
         return replies
 
+    def restore(self, client: Any) -> Any:
+        """The client rebuilt from its snapshot bytes (a crash and a restart; audit 7)."""
+        return secagg.Client.restore(
+            client.snapshot(), identity=client._identity, trust_store=client._trust_store
+        )
+
+    def wire(self, message: Any) -> bytes:
+        """A message's bytes on the wire (audit 7 compares replies byte for byte)."""
+        return bytes(secagg.messages.encode_message(message))
+
     def server_receive(self, server: Any, message: Any) -> list[Any]:
         replies: list[Any] = server.receive(message, peer_id=message.peer)
         return replies

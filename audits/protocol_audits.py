@@ -381,6 +381,80 @@ def _drive_round(
     return delivered
 
 
+def _restore_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]]:
+    """Honest rounds in which every client crashes before every server message and restarts
+    from its snapshot (``restore(client)``), and the message is then handled twice — by the
+    restored client and by a second restore of the same snapshot: the two must reply with the
+    same bytes (a restart must not draw fresh secrets: two different masked inputs or shares
+    for one round are an equivocation the server could combine), and the round must complete
+    with the exact total of all clients. Both threat models; complete and SecAgg+ graphs; n/a
+    for a target without snapshots."""
+    restore = getattr(sans_io, "restore", None)
+    wire = getattr(sans_io, "wire", None)
+    if restore is None or wire is None:
+        return 0, []
+    findings: list[str] = []
+    rounds = 0
+    for threat_model in sans_io.threat_models:
+        for n, degree in ((5, None), (7, 4)):
+            rounds += 1
+            clients, server, inputs, pool = sans_io.setup(
+                n=n,
+                degree=degree,
+                threshold=3,
+                bits=16,
+                dimension=3,
+                seed=seed + 50 + rounds,
+                threat_model=threat_model,
+            )
+            clients = dict(clients)
+            where = f"{threat_model}, n={n}, {'complete' if degree is None else f'k={degree}'}"
+            differing: list[str] = []
+
+            failed: list[str] = []
+
+            def crash(
+                message: Any,
+                clients: dict[int, Any] = clients,
+                differing: list[str] = differing,
+                failed: list[str] = failed,
+            ) -> None:
+                u = sans_io.peer(message)
+                answers: list[list[bytes]] = []
+                try:
+                    clients[u] = restore(clients[u])
+                    for twin in (restore(clients[u]), restore(clients[u])):
+                        try:
+                            replies = sans_io.client_receive(twin, message)
+                            answers.append([wire(m) for m in replies])
+                        except sans_io.protocol_error as error:
+                            answers.append([f"refused: {error}".encode()])
+                except Exception as error:  # a snapshot that does not restore is a finding
+                    failed.append(f"before {type(message).__name__}: {error}"[:200])
+                    return
+                if answers[0] != answers[1]:
+                    differing.append(type(message).__name__)
+
+            _drive_round(sans_io, clients, server, pool, crash)
+            if failed:
+                findings.append(f"restore ({where}): a snapshot did not restore, {failed[0]}")
+            if differing:
+                findings.append(
+                    f"restore ({where}): a restarted client answered {sorted(set(differing))} "
+                    "with other bytes"
+                )
+            if sans_io.server_outcome(server) != "completed":
+                findings.append(f"restore ({where}): the round did not complete")
+                continue
+            total, survivors = sans_io.server_total(server)
+            expected = sum(inputs.values()) % np.uint64(1 << 16)
+            if sorted(survivors) != sorted(clients) or not np.array_equal(
+                np.asarray(total, dtype=np.uint64) % np.uint64(1 << 16), expected
+            ):
+                findings.append(f"restore ({where}): wrong total or survivors {survivors}")
+    return rounds, findings
+
+
 def _cross_round_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]]:
     """Two rounds of the same client ids, each with its own keys (so its own session). In a
     fresh run of one, a victim client first receives the message of one kind it received in
@@ -577,7 +651,9 @@ def audit_secure_sum(
     headroom does not wrap; honest rounds in which every message to the server arrives again
     while its phase is open (same object, equal copy) complete exactly, no copy a fault; every
     kind of server message of another round, delivered to a client first, is refused and the
-    round stays exact (:func:`_cross_round_checks`); sessions whose sums differ in width, with
+    round stays exact (:func:`_cross_round_checks`); clients that crash before every server
+    message and restart from their snapshots answer byte for byte alike and the round stays
+    exact (:func:`_restore_checks`); sessions whose sums differ in width, with
     random dropouts, give every sum's exact total (:func:`_session_checks`); configurations
     and client ids out of range are refused (:func:`~audits.targets.refusal_findings`).
     Deterministic verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides
@@ -615,6 +691,11 @@ def audit_secure_sum(
         details["cross_round_rounds"] = crossed
         samples += crossed
         findings.extend(cross_findings)
+        with quiet_library_warnings():
+            restored, restore_findings = _restore_checks(sans_io, seed)
+        details["restore_rounds"] = restored or "n/a: no snapshots"
+        samples += restored
+        findings.extend(restore_findings)
     else:
         details["state_machine"] = "n/a: the target has no sans-I/O parties"
     if secure_sum is not None:

@@ -108,3 +108,43 @@ class _Decoder:
 def test_a_defective_robust_reconstruction_is_caught(defect: str, expected: str) -> None:
     _, findings = _shamir_error_correction(_Decoder(defect), 0, 60)  # type: ignore[arg-type]
     assert any(expected in f for f in findings), findings
+
+
+def test_restarted_clients_answer_byte_for_byte_and_rounds_stay_exact() -> None:
+    from audits.protocol_audits import _restore_checks  # noqa: PLC0415
+
+    sans_io = OurTarget().sans_io()
+    assert sans_io is not None
+    assert _restore_checks(sans_io, 0) == (4, [])
+
+
+def test_a_restart_that_draws_fresh_secrets_or_cannot_restore_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os  # noqa: PLC0415
+
+    from audits.protocol_audits import _restore_checks  # noqa: PLC0415
+    from secagg.client import Client  # noqa: PLC0415
+
+    real = Client.restore.__func__  # type: ignore[attr-defined]
+
+    def fresh(cls: Any, data: bytes, **kwargs: Any) -> Any:
+        client = real(cls, data, **kwargs)
+        if client._round_secret:  # the round's secrets drawn anew after a restart
+            client._round_secret = os.urandom(len(client._round_secret))
+        return client
+
+    monkeypatch.setattr(Client, "restore", classmethod(fresh))
+    sans_io = OurTarget().sans_io()
+    assert sans_io is not None
+    _, findings = _restore_checks(sans_io, 0)
+    assert len(findings) == 4 and all("with other bytes" in f for f in findings), findings
+
+    def broken(cls: Any, data: bytes, **kwargs: Any) -> Any:
+        raise ValueError("corrupt client snapshot")
+
+    monkeypatch.setattr(Client, "restore", classmethod(broken))
+    _, findings = _restore_checks(sans_io, 0)
+    # The rounds go on with the clients that never crashed; each names the failed restore.
+    assert len(findings) == 4, findings
+    assert all("a snapshot did not restore, before KeyDirectory" in f for f in findings)
