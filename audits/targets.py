@@ -232,6 +232,9 @@ class DropoutNoise(Protocol):
 class SansIOSecureSum(Protocol):
     """Sans-I/O parties of a secure sum, for the Hypothesis state machine of audit 7.
 
+    Optional methods: ``restore(client)`` (the client rebuilt from its snapshot) and
+    ``wire(message)`` (its bytes) — audit 7 then restarts clients before every server message.
+
     Examples
     --------
     >>> from audits.ours import OurTarget
