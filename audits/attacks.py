@@ -602,17 +602,23 @@ def _garbage(blob: bytes, rng: np.random.Generator) -> bytes:
     return words.astype("<u4").tobytes()[: len(blob)]
 
 
-def _garbage_unmask_shares(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
-    """Clients 4 and 7 answer the unmask request with well-formed garbage — every share of a
-    neighbour's seed or key, their own self-mask seed and any pairwise key random — while
-    client 5, which sent its masked input, is gone by then: its seed must be rebuilt from
-    shares, some of them garbage. Decided by the round's correctness."""
+def _garbled_unmask_round(
+    inputs: Mapping[int, Sequence[int]],
+    threshold: int,
+    neighbors: int | None,
+    threat_model: str,
+    seed: int,
+    *,
+    bad: Sequence[int],
+    gone: int,
+) -> AdversarialRound:
+    """A round in which ``gone`` vanishes after its masked input (its seed must be rebuilt from
+    shares) and the ``bad`` clients answer the unmask request with well-formed garbage — every
+    share of a neighbour's seed or key, their own self-mask seed and any pairwise key random."""
     from secagg import UnmaskRequest, UnmaskResponse  # noqa: PLC0415
 
-    bad, gone = (4, 7), 5
-    neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
     game = AdversarialRound(
-        inputs_for(9), threshold=3, neighbors=neighbors, threat_model=threat_model, seed=seed
+        inputs, threshold=threshold, neighbors=neighbors, threat_model=threat_model, seed=seed
     )
     rng = np.random.default_rng(seed)
     outgoing = run_until(game, UnmaskRequest)
@@ -638,9 +644,44 @@ def _garbage_unmask_shares(threat_model: str, neighbors: int | None, seed: int) 
     outgoing = game.to_server(replies) or game.close()
     while outgoing:
         outgoing = game.step(outgoing)
+    return game
+
+
+def _garbage_unmask_shares(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
+    """Clients 4 and 7 answer the unmask request with well-formed garbage while client 5, which
+    sent its masked input, is gone by then: its seed must be rebuilt from shares, some of them
+    garbage (9 clients, t = 3: Berlekamp–Welch corrects them). Decided by the round's
+    correctness."""
+    bad = (4, 7)
+    neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
+    game = _garbled_unmask_round(
+        inputs_for(9), 3, neighbors, threat_model, seed, bad=bad, gone=5
+    )
     honest = [u for u in game.clients if u not in bad]
     return _client_outcome(
         "garbage-unmask-shares", threat_model, neighbors, game, _correct(game, honest)
+    )
+
+
+def _one_garbage_share_of_t_plus_one(
+    threat_model: str, neighbors: int | None, seed: int
+) -> AttackOutcome:
+    """Five clients, t = 3: client 5 is gone after its masked input, so exactly t + 1 = 4
+    holders answer for its seed — and one of them, in turn each of the four, answers with
+    garbage. One wrong share among t + 1 cannot be corrected (⌊(4 − 3)/2⌋ = 0), only found: the
+    server must try the t-subsets that leave out each holder in turn. Correct in every run, or
+    the attack succeeds (the neighbours argument is moot: a degree-4 graph on 5 is complete)."""
+    outcomes = []
+    for bad in (1, 2, 3, 4):
+        game = _garbled_unmask_round(
+            inputs_for(5), 3, neighbors, threat_model, seed, bad=(bad,), gone=5
+        )
+        honest = [u for u in game.clients if u != bad]
+        outcomes.append((bad, game, _correct(game, honest)))
+    failed = [bad for bad, _, correct in outcomes if not correct]
+    game = outcomes[failed[0] - 1][1] if failed else outcomes[-1][1]
+    return _client_outcome(
+        "one-garbage-share-of-t+1", threat_model, neighbors, game, not failed
     )
 
 
@@ -772,6 +813,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "client",
         "two clients answer the unmask request with well-formed garbage shares and seeds",
         _garbage_unmask_shares,
+    ),
+    AttackSpec(
+        "one-garbage-share-of-t+1",
+        "client",
+        "one of exactly t + 1 holders answers with garbage (each holder in turn)",
+        _one_garbage_share_of_t_plus_one,
     ),
     AttackSpec(
         "malformed-masked-input",

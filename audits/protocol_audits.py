@@ -592,7 +592,7 @@ def _session_checks(secure_sum: SecureSumUnderTest, seed: int, sessions: int) ->
         neighbors = None if rng.random() < 0.5 else 4
         widths = [int(w) for w in rng.choice(np.arange(1, 9), size=sums, replace=False)]
         if s == 0:  # one later sum of width 1 in every run (a scalar: the geometric median's)
-            widths = [w for w in widths if w != 1][: sums - 1] + [1]
+            widths = [*[w for w in widths if w != 1][: sums - 1], 1]
         inputs = [rng.integers(0, 2**bits, size=(n, w), dtype=np.int64) for w in widths]
         # At most 1 drop (malicious: the consistency quorum of n ≤ 8) or 2 (semi-honest: every
         # client keeps t = 2 of its 4 neighbours) in all, so no sum may legitimately abort.

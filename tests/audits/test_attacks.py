@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,22 @@ def test_garbage_in_unmask_responses_is_refused_and_unchecked_seeds_would_corrup
     monkeypatch.setattr(Server, "_seed_check", lambda self, owner: lambda seed: True)
     outcomes = [_garbage_unmask_shares(threat_model, k, 0) for k in (None, 4)]
     assert not all(o.correct for o in outcomes)
+
+
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_one_lying_holder_of_t_plus_one_is_found_and_a_server_without_subsets_is_sunk(
+    threat_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audits.attacks import _one_garbage_share_of_t_plus_one  # noqa: PLC0415
+    from secagg import server  # noqa: PLC0415
+
+    outcome = _one_garbage_share_of_t_plus_one(threat_model, None, 0)
+    assert outcome.correct and not outcome.succeeded
+    # Only sliding windows, no leave-one-out subsets: a liar among the first t sinks the round.
+    real = server._candidate_subsets
+
+    def windows_only(holders: list[int], t: int, limit: int = 64) -> Any:
+        return (s for s in real(holders, t, limit) if s == holders[len(holders) - t :])
+
+    monkeypatch.setattr(server, "_candidate_subsets", windows_only)
+    assert _one_garbage_share_of_t_plus_one(threat_model, None, 0).succeeded
