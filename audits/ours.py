@@ -865,7 +865,8 @@ class _OurGraph:
 
     def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
         """The picker called with a rate, failure target or security target out of its range,
-        or one client (audit 8: each must raise ValueError or TypeError)."""
+        or one client, and a chosen record edited to a degree or threshold out of range
+        (audit 8: each must raise ValueError or TypeError)."""
         pick = secagg.graph_parameters.secagg_plus_parameters
         nan, inf = math.nan, math.inf
         changes = (
@@ -886,6 +887,15 @@ class _OurGraph:
             for k, v in changes
         ]
         cases.append(("secagg_plus_parameters(num_clients=1)", lambda: pick(1)))
+        # A chosen (k, t) edited into one no picker may return: the record validates itself.
+        chosen = pick(100)  # k = 16, t = 6 (between its bounds 6 and 7)
+        for field, value in (("degree", 100), ("degree", 17), ("threshold", 0), ("threshold", 17)):
+            cases.append(
+                (
+                    f"SecAggPlusParameters({field}={value}, n=100)",
+                    partial(dataclasses.replace, chosen, **{field: value}),
+                )
+            )
         return tuple(cases)
 
     def parameters(

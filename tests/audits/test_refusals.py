@@ -16,7 +16,7 @@ from audits.targets import refusal_findings
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
     assert refusal_findings(target.accountant()) == (43, [])
-    assert refusal_findings(target.graph_parameters()) == (12, [])
+    assert refusal_findings(target.graph_parameters()) == (16, [])
     assert refusal_findings(target.secure_sum()) == (11, [])
 
 
