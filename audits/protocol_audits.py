@@ -18,7 +18,7 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -336,16 +336,29 @@ def _retransmission_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, li
                         faults.append(f"{type(message).__name__}: {error}")
             if faults:
                 findings.append(f"retransmission ({where}) refused as a fault: {faults[0]}"[:300])
-            if sans_io.server_outcome(server) != "completed":
-                findings.append(f"retransmission ({where}): the round did not complete")
-                continue
-            total, survivors = sans_io.server_total(server)
-            expected = sum(inputs.values()) % np.uint64(1 << 16)
-            if sorted(survivors) != sorted(clients) or not np.array_equal(
-                np.asarray(total, dtype=np.uint64) % np.uint64(1 << 16), expected
-            ):
-                findings.append(f"retransmission ({where}): wrong total or survivors {survivors}")
+            problem = _round_problem(sans_io, server, inputs, clients)
+            if problem:
+                findings.append(f"retransmission ({where}): {problem}")
     return rounds, findings
+
+
+def _round_problem(
+    sans_io: SansIOSecureSum,
+    server: Any,
+    inputs: Mapping[int, Any],
+    required: Iterable[int],
+) -> str | None:
+    """What is wrong with a round's end (``None``: it completed, every ``required`` client
+    among its survivors, with the exact total of its survivors mod 2^16)."""
+    if sans_io.server_outcome(server) != "completed":
+        return "the round did not complete"
+    total, survivors = sans_io.server_total(server)
+    expected = sum(inputs[u] for u in survivors) % np.uint64(1 << 16)
+    if not set(required) <= set(survivors) or not np.array_equal(
+        np.asarray(total, dtype=np.uint64) % np.uint64(1 << 16), expected
+    ):
+        return f"wrong total or survivors {survivors}"
+    return None
 
 
 def _drive_round(
@@ -443,15 +456,9 @@ def _restore_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]
                     f"restore ({where}): a restarted client answered {sorted(set(differing))} "
                     "with other bytes"
                 )
-            if sans_io.server_outcome(server) != "completed":
-                findings.append(f"restore ({where}): the round did not complete")
-                continue
-            total, survivors = sans_io.server_total(server)
-            expected = sum(inputs.values()) % np.uint64(1 << 16)
-            if sorted(survivors) != sorted(clients) or not np.array_equal(
-                np.asarray(total, dtype=np.uint64) % np.uint64(1 << 16), expected
-            ):
-                findings.append(f"restore ({where}): wrong total or survivors {survivors}")
+            problem = _round_problem(sans_io, server, inputs, clients)
+            if problem:
+                findings.append(f"restore ({where}): {problem}")
     return rounds, findings
 
 
@@ -521,20 +528,9 @@ def _cross_round_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[
                             f"cross-round ({where}): client {victim} accepted another round's "
                             f"{kind}"
                         )
-                    if sans_io.server_outcome(server) != "completed":
-                        findings.append(
-                            f"cross-round ({where}, stale {kind}): the round did not complete"
-                        )
-                        continue
-                    total, survivors = sans_io.server_total(server)
-                    expected = sum(inputs[u] for u in survivors) % np.uint64(1 << 16)
-                    if not set(clients) - {victim} <= set(survivors) or not np.array_equal(
-                        np.asarray(total, dtype=np.uint64) % np.uint64(1 << 16), expected
-                    ):
-                        findings.append(
-                            f"cross-round ({where}, stale {kind}): wrong total or survivors "
-                            f"{survivors}"
-                        )
+                    problem = _round_problem(sans_io, server, inputs, set(clients) - {victim})
+                    if problem:
+                        findings.append(f"cross-round ({where}, stale {kind}): {problem}")
     return rounds, findings
 
 

@@ -11,7 +11,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -267,6 +267,24 @@ def _empirical_pmf(samples: NDArray[np.int64], law: DiscreteGaussianLaw) -> dict
     }
 
 
+def _check_p_values(
+    result: Mapping[str, Any],
+    tests: Sequence[str],
+    where: str,
+    *,
+    per_test: float,
+    smallest: float,
+    findings: list[str],
+) -> float:
+    """Record every ``{test}_p`` of ``result`` below α/m as a finding; the smallest p so far."""
+    for test in tests:
+        p = float(result[f"{test}_p"])
+        smallest = min(smallest, p)
+        if p < per_test:
+            findings.append(f"{where}: {test} p = {p:.3g} < {per_test:.2g}")
+    return smallest
+
+
 _LAPLACE_SCALES = (0.6, 1.0, 2.5, 7.0 / 3.0, 10.0)
 """Audit 1's discrete Laplace scales: integer ones and rationals t/s with s ≠ 1 (3/5, 5/2, 7/3),
 which take the sampler's division Y = ⌊(U + t·V)/s⌋ (CKS20 Alg. 2)."""
@@ -372,13 +390,14 @@ def audit_sampler_fit(
             result = _fit_tests(values.astype(np.int64), law)
             result.update({"sampler": sampler.name, "sigma": sigma, "samples": int(values.size)})
             cells.append(result)
-            for test in _FIT_TESTS:
-                p = float(result[f"{test}_p"])
-                smallest = min(smallest, p)
-                if p < per_test:
-                    findings.append(
-                        f"{sampler.name} σ={sigma}: {test} p = {p:.3g} < {per_test:.2g}"
-                    )
+            smallest = _check_p_values(
+                result,
+                _FIT_TESTS,
+                f"{sampler.name} σ={sigma}",
+                per_test=per_test,
+                smallest=smallest,
+                findings=findings,
+            )
             if not plot or (sigma == 3.0 and index == 0):
                 pmf = _empirical_pmf(values.astype(np.int64), law)
                 plot = {"sampler": sampler.name, "sigma": sigma, **pmf}
@@ -393,13 +412,14 @@ def audit_sampler_fit(
             values = np.rint(values.astype(np.float64))
         result = _laplace_tests(values.astype(np.int64), scale)
         laplace_cells.append(result)
-        for test in _LAPLACE_TESTS:
-            p = float(result[f"{test}_p"])
-            smallest = min(smallest, p)
-            if p < per_test:
-                findings.append(
-                    f"discrete Laplace scale={scale:.4g}: {test} p = {p:.3g} < {per_test:.2g}"
-                )
+        smallest = _check_p_values(
+            result,
+            _LAPLACE_TESTS,
+            f"discrete Laplace scale={scale:.4g}",
+            per_test=per_test,
+            smallest=smallest,
+            findings=findings,
+        )
     # What this run would have caught: the variance test's σ shortfall at 95 % power, worst cell.
     worst = max(sigma_shortfall(c["sigma"], c["samples"], per_test) for c in cells)
     # A tail cut off beyond kσ leaves 0 draws there: caught when 2·exp(−expected) < α/m.
