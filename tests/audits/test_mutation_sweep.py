@@ -232,3 +232,28 @@ def test_every_survivor_of_a_committed_measurement_is_triaged(measurement: Path)
         if r["status"] == "survived" and _run_key(r) not in load_triage()
     ]
     assert sum(summary["counts"].values()) == len(summary["runs"])
+
+
+# The figures MUTATION.md states for the held-out samples, as drawn and re-run against the
+# final audits of 2026-12-06, and for seed 0 re-run: (killed by verdict, counting raised,
+# non-equivalent).
+_STATED = {
+    ("mutation_sweep_2026-12-06-heldout.json", None): (32, 78, 96),
+    ("mutation_sweep_2026-12-06-heldout.json", "heldout-final-audits.json"): (40, 86, 96),
+    ("mutation_sweep_2026-12-06-heldout2.json", None): (37, 79, 102),
+    ("mutation_sweep_2026-12-06-heldout2.json", "heldout2-final-audits.json"): (47, 89, 102),
+    ("mutation_sweep_2026-12-06.json", "seed0-final-audits.json"): (65, 111, 126),
+}
+
+
+@pytest.mark.parametrize(("base", "rerun"), sorted(_STATED, key=str))
+def test_the_stated_held_out_figures_are_reproduced(base: str, rerun: str | None) -> None:
+    from audits.mutation_sweep import merge_reruns  # noqa: PLC0415
+
+    data = ROOT / "tests" / "audits" / "data"
+    summary = json.loads((data / base).read_text())
+    if rerun is not None:
+        summary = merge_reruns(summary, [json.loads((data / "reruns" / rerun).read_text())])
+    scored = score(summary["runs"], load_triage())
+    verdict, den = scored["by_verdict"][:2]
+    assert (verdict, scored["with_raised"][0], den) == _STATED[base, rerun]
