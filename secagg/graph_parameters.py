@@ -119,12 +119,15 @@ def _log2_ratio(numerator: int, denominator: int) -> float:
     """log2(numerator / denominator) for non-negative big integers, rounded upwards."""
     if numerator == 0:
         return -math.inf
-    # Keep 64 leading bits of each; round the numerator up and the denominator down.
-    num_shift = max(0, numerator.bit_length() - 64)
-    den_shift = max(0, denominator.bit_length() - 64)
+    # Keep 53 leading bits of each (exact as doubles); round the numerator up, the denominator
+    # down. Each log2 is within an ulp of |·| ≤ 53 and the two sums round by half an ulp each:
+    # stepping up by four ulps of max(64, |value|) covers all of it.
+    num_shift = max(0, numerator.bit_length() - 53)
+    den_shift = max(0, denominator.bit_length() - 53)
     num_top = (numerator >> num_shift) + (1 if num_shift else 0)
     den_top = denominator >> den_shift
-    return math.log2(num_top) - math.log2(den_top) + (num_shift - den_shift)
+    value = math.log2(num_top) - math.log2(den_top) + (num_shift - den_shift)
+    return value + 4.0 * math.ulp(max(64.0, abs(value)))
 
 
 def _hypergeometric_tail_numerators(population: int, successes: int, draws: int) -> list[int]:

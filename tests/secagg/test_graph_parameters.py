@@ -7,6 +7,7 @@ is checked for minimality, monotonicity (Hypothesis) and against Google's publis
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from scipy import stats
 
 from secagg.graph_parameters import (
     SecAggPlusParameters,
+    _log2_ratio,
     count_from_rate,
     hoeffding_degree,
     log2_disconnection,
@@ -334,6 +336,40 @@ def test_hypergeometric_tail_is_exact_far_in_the_tail() -> None:
     assert log2_hypergeometric_tail(100_000, 30, 30, 30) == pytest.approx(expected, abs=1e-9)
     assert log2_hypergeometric_tail(10, 3, 4, 0) == 0.0
     assert log2_hypergeometric_tail(10, 3, 4, 4) == -math.inf
+
+
+_DECIMAL_LOG2 = decimal.Context(prec=60)
+
+
+def _exact_log2(numerator: int, denominator: int) -> decimal.Decimal:
+    """log2(numerator / denominator) to 60 significant digits (stdlib decimal, independent)."""
+    ctx = _DECIMAL_LOG2
+    ratio = ctx.divide(decimal.Decimal(numerator), decimal.Decimal(denominator))
+    return ctx.divide(ctx.ln(ratio), ctx.ln(decimal.Decimal(2)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=2**400),
+    st.integers(min_value=1, max_value=2**400),
+)
+def test_log2_ratio_is_rounded_upwards_and_tight(numerator: int, denominator: int) -> None:
+    bound = _log2_ratio(numerator, denominator)
+    truth = _exact_log2(numerator, denominator)
+    # An upper bound (the picker's decisions are conservative), and within 1e-12 of the truth.
+    assert decimal.Decimal(bound) >= truth
+    assert decimal.Decimal(bound) - truth <= decimal.Decimal("1e-12") * max(1, abs(truth))
+
+
+@pytest.mark.parametrize(
+    ("numerator", "denominator"),
+    [(2**64 - 1, 1), (2**64 + 1, 2**64), (3**200, 2**317), (1, 3**300), (2**53 + 1, 2**53)],
+)
+def test_log2_ratio_upper_bounds_near_rounding_midpoints(numerator: int, denominator: int) -> None:
+    # Integers a double cannot hold: rounding them first would give log2 ≈ 0 or one ulp low.
+    assert decimal.Decimal(_log2_ratio(numerator, denominator)) >= _exact_log2(
+        numerator, denominator
+    )
 
 
 def test_count_from_rate_rounds_half_up_on_the_printed_decimal() -> None:
