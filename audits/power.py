@@ -9,6 +9,7 @@ the sample size the audit actually used and its per-test level α/m:
   approximately normal with mean (V_f − V)/s₀ and standard deviation s_f/s₀ (moments of the
   discrete Gaussian at fσ, central limit theorem); the test rejects below −z_{α/2m}. The σ
   shortfall 1 − f detected with power 0.95 is found by bisection.
+  The same test on the discrete Laplace sampler (scale s drawn as f·s) gives its scale shortfall.
 - **χ² lower tail** (audit 6): the noise variance is r × what was charged; the statistic
   S = Σx²/V ~ r·χ²_N, rejected when S < χ²_N⁻¹(α/m): power F_N(crit/r) ≥ 0.95 at
   r = crit / χ²_N⁻¹(0.95), so the detected variance shortfall is 1 − r.
@@ -19,30 +20,63 @@ Both are normal/χ² approximations of the exact laws (n and N are ≥ 10⁴ in 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from scipy import stats
 
-__all__ = ["POWER", "chi2_variance_shortfall", "sigma_shortfall", "stuck_fraction"]
+__all__ = [
+    "POWER",
+    "chi2_variance_shortfall",
+    "laplace_scale_shortfall",
+    "sigma_shortfall",
+    "stuck_fraction",
+]
 
 POWER = 0.95
 """The power every stated detectable defect is computed at."""
 
 
-def _moments(sigma: float) -> tuple[float, float]:
+Moments = Callable[[float], tuple[float, float]]
+"""A law's (E X², E X⁴) at a scale parameter."""
+
+
+def _gaussian_moments(sigma: float) -> tuple[float, float]:
     from audits.sampler_audits import DiscreteGaussianLaw  # noqa: PLC0415 (no import cycle)
 
     law = DiscreteGaussianLaw(sigma)
     return law.variance, law.fourth_moment
 
 
-def _variance_test_power(sigma: float, factor: float, n: int, alpha: float) -> float:
-    variance, fourth = _moments(sigma)
-    alt_variance, alt_fourth = _moments(factor * sigma)
+def _laplace_moments(scale: float) -> tuple[float, float]:
+    from audits.sampler_audits import discrete_laplace_moments  # noqa: PLC0415 (no import cycle)
+
+    return discrete_laplace_moments(scale)
+
+
+def _variance_test_power(
+    moments: Moments, parameter: float, factor: float, n: int, alpha: float
+) -> float:
+    variance, fourth = moments(parameter)
+    alt_variance, alt_fourth = moments(factor * parameter)
     null_sd = math.sqrt(max(fourth - variance**2, 1e-300) / n)
     alt_sd = math.sqrt(max(alt_fourth - alt_variance**2, 1e-300) / n)
     critical = stats.norm.isf(alpha / 2.0)  # two-sided test; the lower side rejects a shortfall
     # Reject when (m₂ − V)/s₀ < −critical, i.e. m₂ < V − critical·s₀.
     return float(stats.norm.cdf((variance - critical * null_sd - alt_variance) / alt_sd))
+
+
+def _shortfall(moments: Moments, parameter: float, n: int, alpha: float, power: float) -> float:
+    """The smallest 1 − f with the variance test's power ≥ ``power`` at f·parameter (bisection)."""
+    low, high = 1e-6, 0.999  # shortfalls
+    if _variance_test_power(moments, parameter, 1.0 - high, n, alpha) < power:
+        return 1.0
+    for _ in range(50):
+        middle = (low + high) / 2.0
+        if _variance_test_power(moments, parameter, 1.0 - middle, n, alpha) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def sigma_shortfall(sigma: float, n: int, alpha: float, power: float = POWER) -> float:
@@ -56,16 +90,22 @@ def sigma_shortfall(sigma: float, n: int, alpha: float, power: float = POWER) ->
     >>> sigma_shortfall(3.0, 1_000_000, 3.1e-8) < sigma_shortfall(3.0, 200_000, 3.1e-8)
     True
     """
-    low, high = 1e-6, 0.999  # shortfalls
-    if _variance_test_power(sigma, 1.0 - high, n, alpha) < power:
-        return 1.0
-    for _ in range(50):
-        middle = (low + high) / 2.0
-        if _variance_test_power(sigma, 1.0 - middle, n, alpha) >= power:
-            high = middle
-        else:
-            low = middle
-    return high
+    return _shortfall(_gaussian_moments, sigma, n, alpha, power)
+
+
+def laplace_scale_shortfall(scale: float, n: int, alpha: float, power: float = POWER) -> float:
+    """The smallest relative scale shortfall 1 − f (draws at f·scale) that audit 1's variance
+    test of the discrete Laplace sampler detects with probability ≥ ``power`` from ``n`` draws
+    at level ``alpha`` (two-sided).
+
+    Examples
+    --------
+    >>> round(laplace_scale_shortfall(1.0, 200_000, 6.8e-9), 4)   # fast tier, scale 1
+    0.0181
+    >>> laplace_scale_shortfall(10.0, 10**6, 1e-8) < laplace_scale_shortfall(10.0, 10**5, 1e-8)
+    True
+    """
+    return _shortfall(_laplace_moments, scale, n, alpha, power)
 
 
 def chi2_variance_shortfall(coordinates: int, alpha: float, power: float = POWER) -> float:

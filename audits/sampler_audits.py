@@ -11,7 +11,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from audits.float_trace import trace_floats
-from audits.power import sigma_shortfall
+from audits.power import laplace_scale_shortfall, sigma_shortfall
 from audits.records import FAMILY_ALPHA, AuditResult, Tier, Verdict, check_tier, not_applicable
 from audits.statistics import chi_square_against_pmf
 from audits.targets import AuditTarget, SamplerUnderTest
@@ -291,20 +291,39 @@ which take the sampler's division Y = ⌊(U + t·V)/s⌋ (CKS20 Alg. 2)."""
 _LAPLACE_TESTS = ("chi2", "variance", "tail")
 
 
-def _laplace_tests(samples: NDArray[np.int64], scale: float) -> dict[str, Any]:
-    """χ² (tail bins), variance z and the exact binomial test of the mass beyond 5·scale
-    against P[x] = (1 − r)/(1 + r)·r^|x|, r = e^(−1/scale), recomputed here."""
+def _laplace_pmf(scale: float) -> Callable[[NDArray[np.int64]], NDArray[np.float64]]:
+    """P[x] = (1 − r)/(1 + r)·r^|x|, r = e^(−1/scale) (CKS20 Def. 28), recomputed here."""
     r = math.exp(-1.0 / scale)
 
     def pmf(ks: NDArray[np.int64]) -> NDArray[np.float64]:
         return (1.0 - r) / (1.0 + r) * np.power(r, np.abs(ks).astype(np.float64))
 
-    n = samples.size
-    chi = chi_square_against_pmf(samples, pmf, min_expected=20.0)
+    return pmf
+
+
+def discrete_laplace_moments(scale: float) -> tuple[float, float]:
+    """(E X², E X⁴) of the discrete Laplace law at ``scale``, summed from its pmf.
+
+    Examples
+    --------
+    >>> variance, _ = discrete_laplace_moments(1.0)
+    >>> r = math.exp(-1.0)
+    >>> abs(variance - 2 * r / (1 - r) ** 2) < 1e-12
+    True
+    """
     reach = np.arange(0, math.ceil(60 * scale) + 60, dtype=np.int64)  # mass beyond: < e^-60
-    weights = pmf(reach) * np.where(reach == 0, 1.0, 2.0)
-    variance = float(np.sum(weights * reach.astype(np.float64) ** 2))
-    fourth = float(np.sum(weights * reach.astype(np.float64) ** 4))
+    weights = _laplace_pmf(scale)(reach) * np.where(reach == 0, 1.0, 2.0)
+    magnitudes = reach.astype(np.float64)
+    return float(np.sum(weights * magnitudes**2)), float(np.sum(weights * magnitudes**4))
+
+
+def _laplace_tests(samples: NDArray[np.int64], scale: float) -> dict[str, Any]:
+    """χ² (tail bins), variance z and the exact binomial test of the mass beyond 5·scale
+    against the discrete Laplace pmf at ``scale``."""
+    r = math.exp(-1.0 / scale)
+    n = samples.size
+    chi = chi_square_against_pmf(samples, _laplace_pmf(scale), min_expected=20.0)
+    variance, fourth = discrete_laplace_moments(scale)
     second = float(np.mean(samples.astype(np.float64) ** 2))
     variance_z = (second - variance) / math.sqrt(max(fourth - variance**2, 1e-300) / n)
     edge = math.floor(5 * scale)
@@ -422,6 +441,15 @@ def audit_sampler_fit(
         )
     # What this run would have caught: the variance test's σ shortfall at 95 % power, worst cell.
     worst = max(sigma_shortfall(c["sigma"], c["samples"], per_test) for c in cells)
+    laplace_worst = max(
+        (laplace_scale_shortfall(c["scale"], c["samples"], per_test) for c in laplace_cells),
+        default=None,
+    )
+    laplace_power = (
+        ""
+        if laplace_worst is None
+        else f"; a discrete Laplace scale shortfall ≥ {100 * laplace_worst:.1f} % (variance z)"
+    )
     # A tail cut off beyond kσ leaves 0 draws there: caught when 2·exp(−expected) < α/m.
     cut = {
         k: sum(2.0 * math.exp(-c[f"tail{k}_expected"]) < per_test for c in cells) for k in (4, 5)
@@ -445,10 +473,12 @@ def audit_sampler_fit(
             "tail_cut_detected_cells": {f"{k}σ": cut[k] for k in (4, 5)},
             "mechanism_sigmas": used,
             "discrete_laplace_cells": laplace_cells or "n/a: none offered, or σ overridden",
+            "laplace_scale_shortfall_detected": laplace_worst,
         },
         seconds=time.perf_counter() - start,
         power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z); a tail "
-        f"cut beyond 4σ in {cut[4]}/{len(cells)} cells, beyond 5σ in {cut[5]}/{len(cells)}",
+        f"cut beyond 4σ in {cut[4]}/{len(cells)} cells, beyond 5σ in {cut[5]}/{len(cells)}"
+        f"{laplace_power}",
     )
 
 

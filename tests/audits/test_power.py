@@ -8,8 +8,13 @@ import pytest
 from scipy import stats
 
 from audits.ours import OurTarget
-from audits.power import chi2_variance_shortfall, sigma_shortfall, stuck_fraction
-from audits.sampler_audits import DiscreteGaussianLaw
+from audits.power import (
+    chi2_variance_shortfall,
+    laplace_scale_shortfall,
+    sigma_shortfall,
+    stuck_fraction,
+)
+from audits.sampler_audits import DiscreteGaussianLaw, discrete_laplace_moments
 from audits.suite import run_audits
 from dpquantile import FastDiscreteGaussian
 from secagg.randomness import KeystreamRandom
@@ -28,6 +33,21 @@ def test_the_variance_tests_power_at_its_stated_shortfall_is_95_percent() -> Non
     draws = alternative.sample(TRIALS * n, rng=KeystreamRandom(seed=7)).reshape(TRIALS, n)
     z = ((draws.astype(np.float64) ** 2).mean(axis=1) - law.variance) / spread
     assert 0.90 <= float(np.mean(z < -critical)) <= 0.99
+
+
+def test_the_laplace_variance_tests_power_at_its_stated_shortfall_is_95_percent() -> None:
+    # Draws at the shortfall's scale from an independent construction: the difference of two
+    # geometric variables with success 1 − r is discrete Laplace with parameter r.
+    scale, n, alpha = 2.5, 4_000, 0.01
+    shortfall = laplace_scale_shortfall(scale, n, alpha)
+    variance, fourth = discrete_laplace_moments(scale)
+    r = np.exp(-1.0 / (scale * (1 - shortfall)))
+    rng = np.random.default_rng(5)
+    draws = rng.geometric(1 - r, size=(TRIALS, n)) - rng.geometric(1 - r, size=(TRIALS, n))
+    z = ((draws.astype(np.float64) ** 2).mean(axis=1) - variance) / np.sqrt(
+        (fourth - variance**2) / n
+    )
+    assert 0.90 <= float(np.mean(z < -stats.norm.isf(alpha / 2))) <= 0.99
 
 
 def test_the_chi2_tests_power_at_its_stated_shortfall_is_95_percent() -> None:
@@ -68,6 +88,7 @@ def test_the_fast_tier_catches_a_10_percent_variance_or_a_5_percent_rho_shortfal
     # A 5 % ρ understatement is σ·√0.95, a 2.5 % σ shortfall; audit 1 sees ≤ 2.5 %, audit 6 ≤ 10 %.
     one, six = fast_tier[1], fast_tier[6]
     assert one.details["sigma_shortfall_detected"] <= 0.025  # type: ignore[attr-defined]
+    assert one.details["laplace_scale_shortfall_detected"] <= 0.025  # type: ignore[attr-defined]
     assert six.details["variance_shortfall_detected"] <= 0.10  # type: ignore[attr-defined]
     for result in fast_tier.values():
         assert result.power  # type: ignore[attr-defined]
