@@ -113,6 +113,18 @@ class _OurAccountant:
     # ε(δ) of a Rényi curve is CKS20 Prop. 12's conversion at its best order (audit 4 checks).
     zcdp_conversion = "cks20"
 
+    @staticmethod
+    def discrete_gaussian_profile_is_exact(sigma: float, sensitivity: float, rounds: int) -> bool:
+        """Where ZCDPAccountant documents an exact ε for T releases of one scalar discrete
+        Gaussian with an integer Δ (audit 4 holds it to the exact profile there): one release
+        for 10⁻³ ≤ σ ≤ 10⁵ (CKS20 Thm. 7), T ≥ 2 by convolution while its support,
+        (2·(⌈20σ⌉ + 2) + 1)·T points, stays within 2¹⁴ (``dpquantile.accounting``)."""
+        if not (float(sensitivity).is_integer() and sensitivity > 0 and sigma >= 1e-3):
+            return False
+        if rounds == 1:
+            return sigma <= 1e5
+        return (2 * (math.ceil(20.0 * sigma) + 2) + 1) * rounds <= 1 << 14
+
     def kls21_sensitivities(
         self, l2_clip: float, granularity: float, dimension: int, beta: float | None
     ) -> tuple[float, float]:

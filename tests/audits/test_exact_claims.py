@@ -1,0 +1,80 @@
+"""Audit 4 holds an accountant to the exactness it documents: where it says a composition's ε
+comes from the exact privacy profile, a valid but looser ε (up to 15 % over, which the generic
+slack allows) is a finding; an accountant that says nothing is held to the slack only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from audits.ours import OurTarget
+from audits.privacy_audits import audit_accountant
+from audits.targets import AuditTarget
+
+
+class _Looser:
+    """Our accountant with every discrete Gaussian ε inflated by ``factor`` (sound, looser)."""
+
+    def __init__(self, inner: Any, factor: float, *, says_exact: bool) -> None:
+        self._inner = inner
+        self._factor = factor
+        if not says_exact:
+            self.discrete_gaussian_profile_is_exact = None
+
+    def discrete_gaussian_epsilon(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float
+    ) -> float:
+        return self._factor * float(
+            self._inner.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta)
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Target(OurTarget):
+    def __init__(self, factor: float, *, says_exact: bool) -> None:
+        super().__init__()
+        self._looser = _Looser(OurTarget().accountant(), factor, says_exact=says_exact)
+
+    def accountant(self) -> Any:
+        return self._looser
+
+
+def test_our_accountant_is_exact_where_it_says_so() -> None:
+    result = audit_accountant(OurTarget())
+    rows = result.details["rows"]
+    exact_rows = [r for r in rows if r["claims_exact"]]
+    assert result.verdict.value == "pass"
+    # σ = 10 over 64 releases needs 25 920 support points > 2^14: the Rényi route, not claimed.
+    assert len(exact_rows) == 90 and len(rows) == 96
+    assert all(not r["claims_exact"] for r in rows if r["sigma"] == 10.0 and r["rounds"] == 64)
+    # δ is overstated by a relative 1e-9 (the convolution's margin): ε by less than 1e-8.
+    assert max(r["ratio"] for r in exact_rows) < 1 + 1e-8
+
+
+@pytest.mark.parametrize("factor", [1.05, 1.001])
+def test_a_looser_epsilon_where_exactness_is_claimed_is_caught(factor: float) -> None:
+    target: AuditTarget = _Target(factor, says_exact=True)
+    result = audit_accountant(target)
+    assert result.verdict.value == "fail"
+    assert any("states this composition's profile exactly" in f for f in result.findings)
+
+
+def test_an_accountant_that_claims_no_exactness_gets_the_generic_slack() -> None:
+    result = audit_accountant(_Target(1.05, says_exact=False))
+    assert not any("exactly" in f for f in result.findings)
+    assert all(not r["claims_exact"] for r in result.details["rows"])
+
+
+@pytest.mark.parametrize(
+    ("sigma", "rounds", "expected"),
+    [(1.0, 1, True), (2e5, 1, False), (5.0, 64, True), (10.0, 64, False), (10.0, 16, True)],
+)
+def test_the_stated_exact_region_is_the_documented_one(
+    sigma: float, rounds: int, expected: bool
+) -> None:
+    says = OurTarget().accountant().discrete_gaussian_profile_is_exact  # type: ignore[attr-defined]
+    assert says(sigma, 1.0, rounds) is expected
+    assert says(sigma, 1.5, rounds) is False  # a non-integer Δ: never the exact route
