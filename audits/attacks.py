@@ -74,6 +74,10 @@ class AttackOutcome:
         client among them (client attacks; ``True`` for server attacks that do not touch it).
     stopped_by
         What refused the attack (an abort reason or a recorded fault), or ``""``.
+    named
+        Client attacks whose culprits the server can tell: whether every culprit is named in its
+        ``faults`` (``None``: the attack has no culprit to name — a retransmission, or wrong
+        shares that are never used).
 
     Examples
     --------
@@ -88,6 +92,7 @@ class AttackOutcome:
     exposed: tuple[int, ...]
     correct: bool
     stopped_by: str
+    named: bool | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -509,11 +514,17 @@ def _iterate_to_one_client(threat_model: str, neighbors: int | None, seed: int) 
     )
 
 
-def _correct(game: AdversarialRound, honest: Sequence[int], iteration: int = 1) -> bool:
+def _correct(
+    game: AdversarialRound, honest: Sequence[int], iteration: int = 1, *, last: bool = True
+) -> bool:
+    """Whether sum ``iteration`` ended with the exact total of its survivors, every one of
+    ``honest`` among them (``last=False``: a session's earlier sum, the server awaiting the
+    next)."""
     from secagg import ServerState  # noqa: PLC0415
 
     server = game.server
-    if server.state is not ServerState.COMPLETED or server.result is None:
+    ended = ServerState.COMPLETED if last else ServerState.AWAITING_ITERATION
+    if server.state is not ended or server.result is None:
         return False
     result = server.result
     if not set(honest) <= set(result.survivors):
@@ -528,13 +539,23 @@ def _faults(game: AdversarialRound) -> str:
 
 
 def _client_outcome(
-    attack: str, threat_model: str, neighbors: int | None, game: AdversarialRound, correct: bool
+    attack: str,
+    threat_model: str,
+    neighbors: int | None,
+    game: AdversarialRound,
+    correct: bool,
+    *,
+    culprits: Sequence[int] = (),
 ) -> AttackOutcome:
     """A client attack's outcome: decided by the round's correctness; the server's faults say
-    what refused it."""
-    return _outcome(
+    what refused it, and whether they name every one of the ``culprits``."""
+    outcome = _outcome(
         attack, "client", threat_model, neighbors, game, correct=correct, stopped_by=_faults(game)
     )
+    if not culprits:
+        return outcome
+    blamed = {f.peer_id for f in game.server.faults}
+    return dataclasses.replace(outcome, named=set(culprits) <= blamed)
 
 
 def _spoofed_sender(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
@@ -558,7 +579,14 @@ def _spoofed_sender(threat_model: str, neighbors: int | None, seed: int) -> Atta
     while outgoing:
         outgoing = game.step(outgoing)
     honest = [u for u in game.clients if u != attacker]
-    return _client_outcome("spoofed-sender", threat_model, neighbors, game, _correct(game, honest))
+    return _client_outcome(
+        "spoofed-sender",
+        threat_model,
+        neighbors,
+        game,
+        _correct(game, honest),
+        culprits=(attacker,),
+    )
 
 
 def _duplicate_in_open_phase(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
@@ -578,7 +606,12 @@ def _duplicate_in_open_phase(threat_model: str, neighbors: int | None, seed: int
     while outgoing:
         outgoing = game.step(outgoing)
     return _client_outcome(
-        "duplicate-in-open-phase", threat_model, neighbors, game, _correct(game, list(game.clients))
+        "duplicate-in-open-phase",
+        threat_model,
+        neighbors,
+        game,
+        _correct(game, list(game.clients)),
+        culprits=(2,),
     )
 
 
@@ -591,7 +624,11 @@ def _misbehaving(behaviour: str, name: str) -> Callable[[str, int | None, int], 
         neighbors = None if neighbors is None else neighbors + 2
         game = bad_client_round(behaviour, bad, neighbors, threat_model)
         honest = [u for u in game.clients if u not in bad]
-        return _client_outcome(name, threat_model, neighbors, game, _correct(game, honest))
+        # Wrong shares of a dealer that then reveals its own seed are never used: nothing to name.
+        culprits = () if behaviour.startswith("wrong") else bad
+        return _client_outcome(
+            name, threat_model, neighbors, game, _correct(game, honest), culprits=culprits
+        )
 
     return attack
 
@@ -659,7 +696,7 @@ def _garbage_unmask_shares(threat_model: str, neighbors: int | None, seed: int) 
     )
     honest = [u for u in game.clients if u not in bad]
     return _client_outcome(
-        "garbage-unmask-shares", threat_model, neighbors, game, _correct(game, honest)
+        "garbage-unmask-shares", threat_model, neighbors, game, _correct(game, honest), culprits=bad
     )
 
 
@@ -679,9 +716,15 @@ def _one_garbage_share_of_t_plus_one(
         honest = [u for u in game.clients if u != bad]
         outcomes.append((bad, game, _correct(game, honest)))
     failed = [bad for bad, _, correct in outcomes if not correct]
-    game = outcomes[failed[0] - 1][1] if failed else outcomes[-1][1]
+    unnamed = [bad for bad, g, _ in outcomes if bad not in {f.peer_id for f in g.server.faults}]
+    shown = (failed or unnamed or [4])[0]  # the run the outcome reports: a failure first
     return _client_outcome(
-        "one-garbage-share-of-t+1", threat_model, neighbors, game, not failed
+        "one-garbage-share-of-t+1",
+        threat_model,
+        neighbors,
+        outcomes[shown - 1][1],
+        not failed,
+        culprits=(shown,),
     )
 
 
@@ -710,6 +753,7 @@ def _replay_from_another_round(
         neighbors,
         game,
         _correct(game, list(game.clients)),
+        culprits=(2,),
     )
 
 
@@ -734,6 +778,60 @@ def _replay_from_an_earlier_sum(
         game,
         _correct(game, list(game.clients), iteration=2),
     )
+
+
+def _equivocation(message: Any, fill: int) -> Any:
+    """A client's consistency answer, changed: its signature, or its first approval tag, with
+    every byte ``fill`` (0x00 sorts below any genuine one, 0xff above)."""
+    if message.approvals:
+        (recipient, tag), *rest = message.approvals
+        return dataclasses.replace(
+            message, approvals=((recipient, bytes([fill]) * len(tag)), *rest)
+        )
+    return dataclasses.replace(message, signature=bytes([fill]) * len(message.signature))
+
+
+def _equivocating_consistency(
+    threat_model: str, neighbors: int | None, seed: int
+) -> AttackOutcome | None:
+    """Malicious mode only (the semi-honest mode has no consistency check): client 3 answers the
+    consistency check, then answers again differently — another signature in a single sum,
+    another approval tag in a session's first sum; the second answer sorts below the first in
+    one run and above it in another. Each time the server must keep the first answer, name
+    client 3, and complete the sum (and the session's next) exactly."""
+    from secagg import ConsistencyRequest, ConsistencySignature, ProtocolError  # noqa: PLC0415
+
+    if threat_model != "malicious":
+        return None
+    outcomes: list[AttackOutcome] = []
+    for sums, fill in itertools.product((1, 2), (0x00, 0xFF)):
+        game = _session(sums, threat_model, neighbors, seed)
+        requests = run_until(game, ConsistencyRequest)
+        replies = [r for m in requests for r in game.to_client(m)]
+        first = next(r for r in replies if isinstance(r, ConsistencySignature) and r.sender == 3)
+        game.server.receive(first, peer_id=3)
+        with contextlib.suppress(ProtocolError):
+            game.server.receive(_equivocation(first, fill), peer_id=3)
+        outgoing = game.to_server(r for r in replies if r is not first) or game.close()
+        while outgoing:
+            outgoing = game.step(outgoing)
+        correct = _correct(game, list(game.clients), last=sums == 1)
+        if sums == 2:  # the session goes on: its second sum must be exact as well
+            outgoing = game.step(game.server.begin_iteration(b"two"))
+            while outgoing:
+                outgoing = game.step(outgoing)
+            correct = correct and _correct(game, list(game.clients), iteration=2)
+        outcomes.append(
+            _client_outcome(
+                "equivocating-consistency",
+                threat_model,
+                neighbors,
+                game,
+                correct,
+                culprits=(3,),
+            )
+        )
+    return next((o for o in outcomes if o.succeeded or o.named is False), outcomes[-1])
 
 
 @dataclass(frozen=True)
@@ -838,6 +936,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "a session's sum-1 masked input offered to sum 2",
         _replay_from_an_earlier_sum,
     ),
+    AttackSpec(
+        "equivocating-consistency",
+        "client",
+        "a client answers the consistency check twice, differently (malicious mode)",
+        _equivocating_consistency,
+    ),
 )
 
 
@@ -879,6 +983,8 @@ class OurAttackSurface:
     """
 
     threat_models: tuple[str, ...] = ("semi-honest", "malicious")
+    #: The server names a misbehaving client in ``faults`` (README, "Misbehaving clients").
+    names_culprits = True
 
     def resists(self, threat_model: str, kind: AttackKind) -> bool:
         """Malicious: both kinds; semi-honest: client attacks only."""
@@ -940,10 +1046,18 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
         control = all(surface.control(s) for s in seeds)
     breaches = [o for o in outcomes if o.succeeded and surface.resists(o.threat_model, o.kind)]
     expected = [o for o in outcomes if o.succeeded and not surface.resists(o.threat_model, o.kind)]
+    # A surface that says its server names misbehaving clients is held to it.
+    names = bool(getattr(surface, "names_culprits", False))
+    unnamed = [o for o in outcomes if names and not o.succeeded and o.named is False]
     findings = [
         f"{o.threat_model} ({o.graph}): {o.attack} "
         + (f"exposed client(s) {list(o.exposed)}" if o.exposed else "sank or corrupted the round")
         for o in breaches
+    ]
+    findings += [
+        f"{o.threat_model} ({o.graph}): {o.attack} refused, but its culprit is not named in the "
+        f"server's faults ({o.stopped_by or 'none recorded'})"
+        for o in unnamed
     ]
     if not control:
         findings.insert(0, "the positive control failed: the reconstruction cannot see a colluder")
@@ -951,13 +1065,14 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
         f"expected in {o.threat_model} ({o.graph}): {o.attack} exposed {list(o.exposed)}"
         for o in expected
     ]
-    verdict = Verdict.PASS if control and not breaches else Verdict.FAIL
+    verdict = Verdict.PASS if control and not breaches and not unnamed else Verdict.FAIL
     return AuditResult(
         audit=10,
         name="attacks",
         target=target.name,
-        statistic="attacks that succeeded where the mode claims to resist them",
-        value=len(breaches),
+        statistic="attacks that succeeded where the mode claims to resist them (and client "
+        "attacks whose culprit went unnamed, where the server claims to name them)",
+        value=len(breaches) + len(unnamed),
         threshold="0 (and the positive control recovers a colluder's input)",
         samples=len(outcomes),
         verdict=verdict,
@@ -1015,6 +1130,8 @@ def outcome_table(outcomes: Sequence[Mapping[str, Any]]) -> str:
             won = [o for o in runs if o["succeeded"]]
             if not runs:
                 marks.append("n/a")
+            elif not won and any(o.get("named") is False for o in runs):
+                marks.append("refused, culprit **not named**")
             elif not won:
                 marks.append("refused")
             elif any(o["claimed_resistant"] for o in won):

@@ -231,6 +231,14 @@ class _OurAccountant:
             ("dp_quantile(lower > upper)", quantile(lower=1.0, upper=0.0)),
             ("dp_quantile(bins=1)", quantile(bins=1)),
         ]
+        mechanism: Callable[..., Any] = dpquantile.quantile.quantile_mechanism
+        cases += [
+            (
+                f"quantile_mechanism(scale={v!r})",
+                partial(mechanism, 1.0, num_clients=10, bins=8, scale=v),
+            )
+            for v in (0, 2.5, True)
+        ]
         noise = secure_average.DiscreteGaussianNoise
         cases += [(f"DiscreteGaussianNoise(rho={r})", partial(noise, rho=r)) for r in (0, nan, inf)]
         cases += [

@@ -139,3 +139,74 @@ def test_one_lying_holder_of_t_plus_one_is_found_and_a_server_without_subsets_is
 
     monkeypatch.setattr(server, "_candidate_subsets", windows_only)
     assert _one_garbage_share_of_t_plus_one(threat_model, None, 0).succeeded
+
+
+def test_every_culprit_the_server_can_tell_is_named_and_the_rest_have_none(
+    ours: object,
+) -> None:
+    outcomes = ours.details["outcomes"]  # type: ignore[attr-defined]
+    unnamed_by_design = {"wrong-shares-then-silent", "replay-from-an-earlier-sum"}
+    for o in outcomes:
+        if o["kind"] == "server" or o["attack"] in unnamed_by_design:
+            assert o["named"] is None, o
+        else:
+            assert o["named"] is True, o
+    equivocations = [o for o in outcomes if o["attack"] == "equivocating-consistency"]
+    assert {o["threat_model"] for o in equivocations} == {"malicious"}  # n/a semi-honest
+    assert all("conflicting second consistency" in o["stopped_by"] for o in equivocations)
+
+
+def test_a_server_that_ignores_a_second_answer_sorting_low_leaves_the_culprit_unnamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivor: a conflicting second signature or approval reported only when it
+    # sorts above the first; otherwise silently dropped (the round itself is unchanged).
+    from secagg import server  # noqa: PLC0415
+
+    real = server.Server._on_consistency_signature
+
+    def lenient(self: Any, message: Any) -> bool:
+        kept = self._signatures.get(message.sender)
+        if kept is not None and (message.signature or b"") < kept:
+            return False
+        tags = self._approvals.get(message.sender)
+        if tags is not None and sorted(dict(message.approvals).values()) < sorted(tags.values()):
+            return False
+        return bool(real(self, message))
+
+    for key, handler in list(server._TRANSITIONS.items()):
+        if handler is real:
+            monkeypatch.setitem(server._TRANSITIONS, key, lenient)
+    result = audit_attacks(OurTarget())
+    assert result.verdict is Verdict.FAIL and result.value == 2  # complete and SecAgg+
+    assert all(
+        "equivocating-consistency refused, but its culprit is not named" in f
+        for f in result.findings
+        if "expected" not in f
+    )
+
+
+def test_a_server_that_records_no_faults_fails_the_naming_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from secagg.server import Server  # noqa: PLC0415
+
+    def silent(self: Any, reason: str, peer: int | None) -> Any:
+        from secagg import RemoteProtocolError  # noqa: PLC0415
+
+        return RemoteProtocolError(reason, peer_id=peer)  # raised as before, never recorded
+
+    monkeypatch.setattr(Server, "_fault", silent)
+    result = audit_attacks(OurTarget())
+    assert result.verdict is Verdict.FAIL
+    # Unauthentic ciphertexts are blamed from the recipients' complaints, not through _fault.
+    unnamed = {f.split(": ")[1].split(" ")[0] for f in result.findings if "not named" in f}
+    assert unnamed == {
+        "spoofed-sender",
+        "duplicate-in-open-phase",
+        "garbage-unmask-shares",
+        "one-garbage-share-of-t+1",
+        "malformed-masked-input",
+        "replay-from-another-round",
+        "equivocating-consistency",
+    }
