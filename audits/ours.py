@@ -114,6 +114,31 @@ class _OurAccountant:
     zcdp_conversion = "cks20"
 
     @staticmethod
+    def budget_trial(
+        limit: tuple[str, float],
+        delta: float | None,
+        sigma: float,
+        sensitivity: float,
+        attempts: int,
+    ) -> tuple[int, float]:
+        """Spend one N_ℤ(0, σ²) release of sensitivity Δ at a time against a PrivacyBudget of
+        ``limit`` ((ε at ``delta``) or ρ) until it refuses: (releases accepted, spent())."""
+        kind, value = limit
+        if kind == "rho":
+            budget = dpquantile.PrivacyBudget(rho=value)
+        else:
+            budget = dpquantile.PrivacyBudget(epsilon=value, delta=delta)
+        event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
+        accepted = 0
+        for _ in range(attempts):
+            try:
+                budget.spend(event)
+            except dpquantile.BudgetExceededError:
+                break
+            accepted += 1
+        return accepted, float(budget.spent())
+
+    @staticmethod
     def discrete_gaussian_profile_is_exact(sigma: float, sensitivity: float, rounds: int) -> bool:
         """Where ZCDPAccountant documents an exact ε for T releases of one scalar discrete
         Gaussian with an integer Δ (audit 4 holds it to the exact profile there): one release

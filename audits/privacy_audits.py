@@ -404,6 +404,77 @@ def _grouping_checks(
     return out
 
 
+#: Audit 4's budget trials: (σ, Δ) of the discrete Gaussian spent, and the limits tried.
+_BUDGET_EVENTS = ((1.0, 1.0), (2.0, 1.0), (5.0, 2.0), (5.0, 1.0))
+_BUDGET_EPSILONS = (2.0, 5.0, 10.0)
+_BUDGET_RHOS = (0.5, 2.0)
+_BUDGET_DELTA = 1e-5
+_BUDGET_ATTEMPTS = 400
+
+
+def _budget_problem(
+    accountant: Any, limit: tuple[str, float], sigma: float, sensitivity: float
+) -> tuple[dict[str, Any], str | None]:
+    """One budget trial: spend one (σ, Δ) release at a time until refused; the row and what is
+    wrong with it (``None``: nothing)."""
+    kind, value = limit
+    delta = _BUDGET_DELTA if kind == "epsilon" else None
+    row: dict[str, Any] = {"limit": f"{kind} {value:g}", "sigma": sigma, "sensitivity": sensitivity}
+    try:
+        accepted, spent = accountant.budget_trial(
+            limit, delta, sigma, sensitivity, _BUDGET_ATTEMPTS
+        )
+    except Exception as error:  # any failure of a valid budget is the finding
+        return row, f"raised {type(error).__name__}: {error}"[:200]
+    row.update(accepted=int(accepted), spent=float(spent))
+    if accepted >= _BUDGET_ATTEMPTS:
+        return row, f"accepted all {accepted} releases (never refused)"
+    if kind == "rho":  # a discrete Gaussian release is (Δ²/2σ²)-zCDP (CKS20 Thm. 4)
+        step = sensitivity**2 / (2 * sigma**2)
+        if accepted * step > value * (1 + 1e-12):
+            return row, f"let ρ reach {accepted * step:.6g} > {value:g}"
+        if (accepted + 1) * step <= value * (1 - 1e-12):
+            fits = (accepted + 1) * step
+            return row, f"refused release {accepted + 1}, which fits (ρ {fits:.6g})"
+        expected = accepted * step
+    else:
+        assert delta is not None
+        if accepted:
+            curve = composed_discrete_gaussian_delta(sigma, sensitivity, accepted)
+            exact = epsilon_from_delta_curve(curve, delta)
+            row["exact"] = exact
+            if exact > value * (1 + 1e-9):
+                return row, f"let the exact ε reach {exact:.6g} > {value:g} (privacy overspent)"
+        claimed = accountant.discrete_gaussian_epsilon
+        expected = float(claimed(sigma, sensitivity, accepted, delta)) if accepted else 0.0
+        following = float(claimed(sigma, sensitivity, accepted + 1, delta))
+        if following <= value * (1 - 1e-9):
+            return row, (
+                f"refused release {accepted + 1}, which its own accountant fits ({following:.6g})"
+            )
+    if abs(spent - expected) > 1e-9 * max(1.0, expected):
+        return row, f"reports {spent:.9g} spent after {accepted} releases, not {expected:.9g}"
+    return row, None
+
+
+def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]:
+    """Budgets enforce what they state (``budget_trial``): in (ε, δ) a budget accepts releases
+    while its own accountant's ε fits the limit, refuses the first that does not, never lets
+    the exact ε of what it accepted exceed it, and reports that ε as spent; in ρ, the same with
+    ρ = T·Δ²/(2σ²) recomputed here."""
+    trial = getattr(accountant, "budget_trial", None)
+    if trial is None:
+        return []
+    rows: list[dict[str, Any]] = []
+    limits = [("epsilon", e) for e in _BUDGET_EPSILONS] + [("rho", r) for r in _BUDGET_RHOS]
+    for limit, (sigma, sensitivity) in itertools.product(limits, _BUDGET_EVENTS):
+        row, problem = _budget_problem(accountant, limit, sigma, sensitivity)
+        rows.append(row)
+        if problem is not None:
+            findings.append(f"budget {row['limit']}, σ={sigma} Δ={sensitivity}: {problem}")
+    return rows
+
+
 def _tv_export_checks(accountant: Any, findings: list[str]) -> dict[str, str]:
     """Exports of events to another accountant (``sampler_tv_exports(tv)``: name → a call with
     its defaults). An event whose noise carries a sampler TV η > 0 must not be exported as an
@@ -659,6 +730,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     exports = _tv_export_checks(accountant, findings)
     rounding_rows = _rounding_sensitivity_checks(accountant, findings)
     grouping_rows = _grouping_checks(accountant, rows, findings)
+    budget_rows = _budget_checks(accountant, findings)
     refused, refusal_problems = refusal_findings(accountant)
     findings.extend(refusal_problems)
     loose = [r for r in rows if not r["slack_enforced"] and r["ratio"] > _SLACK]
@@ -691,6 +763,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "sampler_tv_rows": tv_rows,
             "invalid_parameters_tried": refused or "n/a: none listed",
             "grouping_rows": grouping_rows,
+            "budget_rows": budget_rows,
             "meaningful_tv_rows": meaningful_tv_rows,
         },
         seconds=time.perf_counter() - start,

@@ -1,0 +1,68 @@
+"""Audit 4's budget trials: a PrivacyBudget accepts releases while they fit, refuses the first
+that does not, never lets the exact ε of what it accepted exceed its limit, and reports what it
+spent — and budgets that measure the wrong thing, never refuse, or refuse early are caught."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from audits.ours import OurTarget
+from audits.privacy_audits import _budget_checks, audit_accountant
+from dpquantile import accounting
+
+
+def _findings() -> list[str]:
+    findings: list[str] = []
+    _budget_checks(OurTarget().accountant(), findings)
+    return findings
+
+
+def test_our_budgets_spend_what_they_state() -> None:
+    result = audit_accountant(OurTarget())
+    rows = result.details["budget_rows"]
+    assert result.verdict.value == "pass" and len(rows) == 20
+    # Each limit admits some release somewhere, and the ε rows stay under their exact limit.
+    assert all(r["accepted"] >= 1 for r in rows if r["limit"] in ("epsilon 10", "rho 2"))
+    assert all(r["exact"] <= 10.0 for r in rows if r["limit"] == "epsilon 10")
+
+
+def test_a_budget_that_measures_rho_against_an_epsilon_limit_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A held-out survivor: `if self._rho is not None` negated — an (ε, δ) budget compares the
+    # composed ρ (far below ε) with its ε limit, and a ρ budget fails outright.
+    def measure(self: Any, trial: Any) -> float:
+        if self._rho is None:
+            return float(trial.rho)
+        assert self._delta is not None
+        return float(trial.epsilon(self._delta))
+
+    monkeypatch.setattr(accounting.PrivacyBudget, "_measure", measure)
+    findings = _findings()
+    assert any("privacy overspent" in f for f in findings)
+    assert any("budget rho 2" in f and "raised AssertionError" in f for f in findings)
+
+
+def test_a_budget_that_never_refuses_or_refuses_early_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(accounting.PrivacyBudget, "_limit", lambda self: float("inf"))
+    assert any("never refused" in f for f in _findings())
+    monkeypatch.setattr(accounting.PrivacyBudget, "_limit", lambda self: 0.5 * self._rho_or_eps)
+    monkeypatch.setattr(
+        accounting.PrivacyBudget,
+        "_rho_or_eps",
+        property(lambda self: self._rho if self._rho is not None else self._epsilon),
+        raising=False,
+    )
+    assert any("which fits" in f or "which its own accountant fits" in f for f in _findings())
+
+
+def test_a_budget_that_misreports_what_it_spent_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = accounting.PrivacyBudget.spent
+    monkeypatch.setattr(accounting.PrivacyBudget, "spent", lambda self: 0.9 * real(self))
+    assert any("spent after" in f for f in _findings())
