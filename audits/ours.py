@@ -719,6 +719,40 @@ class _OurSecureSum:
         revealed = [sans_io.revealed_shares(r) for r in replies]
         return any(r is not None and victim in r[0] and victim in r[1] for r in revealed)
 
+    @staticmethod
+    def headroom_refusal(seed: int) -> str | None:
+        """A ring with no room for n clients: secure_weighted_average (plain and rotated) must
+        refuse it with a HeadroomError naming the smallest b that works — b runs, b − 1 is
+        refused (README: "names the smallest sufficient b"). ``None``: it does."""
+        vectors = np.full((8, 3), 0.5)
+        for rotate in (False, True):
+
+            def run(bits: int, rotate: bool = rotate) -> Any:
+                settings = secure_average.AverageSettings(clip=1.0, bits=bits, rotate=rotate)
+                return secure_average.secure_weighted_average(
+                    vectors, np.ones(8), settings=settings, weight_cap=1.0, seed=seed, secure=True
+                )
+
+            where = f"secure_weighted_average of 8 clients on a 4-bit ring (rotate={rotate})"
+            try:
+                run(4)
+            except secagg.HeadroomError as error:
+                needed = error.required_bits
+            except ValueError as error:
+                return f"{where}: refused without naming the bits it needs ({error})"[:300]
+            else:
+                return f"{where}: accepted"
+            try:
+                run(needed)
+            except ValueError as error:
+                return f"{where}: the {needed} bits it named are refused too ({error})"[:300]
+            try:
+                run(needed - 1)
+            except ValueError:
+                continue
+            return f"{where}: named {needed} bits, but {needed - 1} suffice"
+        return None
+
     def overflow_probe(self, seed: int) -> OverflowProbe:
         # 6 values in bin 0: the root count n·scale ≥ 2^(b−1) with b one bit below its length.
         values = np.full(6, 0.05)

@@ -711,6 +711,9 @@ def audit_secure_sum(
             }
             both = secure_sum.answers_both_shares(seed)
             probe = secure_sum.overflow_probe(seed)
+            headroom = getattr(secure_sum, "headroom_refusal", lambda _: None)(seed)
+        if headroom is not None:
+            findings.append(headroom)
         samples += rounds
         if hasattr(secure_sum, "run_session"):
             samples += sessions
