@@ -62,7 +62,7 @@ _EXACT_CLAIM_TOLERANCE = 1e-6
 
 _ACCOUNTANT_GRID: dict[Tier, dict[str, tuple[float, ...]]] = {
     "fast": {
-        "sigma": (1.0, 2.0, 5.0, 10.0),
+        "sigma": (1.0, 2.0, 5.0, 7.5, 10.0),
         "sensitivity": (1.0, 2.0),
         "rounds": (1, 4, 16, 64),
         "delta": (1e-3, 1e-5, 1e-7),
@@ -405,7 +405,7 @@ def _grouping_checks(
 
 
 #: Audit 4's budget trials: (σ, Δ) of the discrete Gaussian spent, and the limits tried.
-_BUDGET_EVENTS = ((1.0, 1.0), (2.0, 1.0), (5.0, 2.0), (5.0, 1.0))
+_BUDGET_EVENTS = ((1.0, 1.0), (2.0, 1.0), (2.5, 1.0), (5.0, 2.0), (5.0, 1.0))
 _BUDGET_EPSILONS = (2.0, 5.0, 10.0)
 _BUDGET_RHOS = (0.5, 2.0)
 _BUDGET_DELTA = 1e-5

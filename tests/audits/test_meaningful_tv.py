@@ -30,7 +30,7 @@ def test_the_smallest_certified_epsilon_solves_the_coupling_bound() -> None:
 def test_ours_is_certified_and_tight_at_meaningful_tvs() -> None:
     findings: list[str] = []
     rows = _meaningful_tv_checks(OurTarget().accountant(), _ACCOUNTANT_GRID["fast"], findings)
-    assert findings == [] and len(rows) == 96
+    assert findings == [] and len(rows) == 120
     finite = [r for r in rows if math.isfinite(r["certified"])]
     assert finite and all(abs(r["claimed"] / r["certified"] - 1) < 1e-6 for r in finite)
 
