@@ -235,14 +235,16 @@ def test_every_survivor_of_a_committed_measurement_is_triaged(measurement: Path)
 
 
 # The figures MUTATION.md states for the held-out samples, as drawn and re-run against the
-# final audits of 2026-12-06, and for seed 0 re-run: (killed by verdict, counting raised,
+# final audits of their session, and for seed 0 re-run: (killed by verdict, counting raised,
 # non-equivalent).
 _STATED = {
     ("mutation_sweep_2026-12-06-heldout.json", None): (32, 78, 96),
     ("mutation_sweep_2026-12-06-heldout.json", "heldout-final-audits.json"): (40, 86, 96),
     ("mutation_sweep_2026-12-06-heldout2.json", None): (37, 79, 102),
-    ("mutation_sweep_2026-12-06-heldout2.json", "heldout2-final-audits.json"): (47, 89, 102),
+    ("mutation_sweep_2026-12-06-heldout2.json", "heldout2-final-audits.json"): (48, 90, 102),
     ("mutation_sweep_2026-12-06.json", "seed0-final-audits.json"): (65, 111, 126),
+    ("mutation_sweep_2026-12-06-heldout3.json", None): (48, 92, 103),
+    ("mutation_sweep_2026-12-06-heldout3.json", "heldout3-final-audits.json"): (53, 97, 102),
 }
 
 
