@@ -78,6 +78,9 @@ class AttackOutcome:
         Client attacks whose culprits the server can tell: whether every culprit is named in its
         ``faults`` (``None``: the attack has no culprit to name — a retransmission, or wrong
         shares that are never used).
+    wrongly_named
+        Client attacks: clients the server's ``faults`` name although they did nothing wrong
+        (an honest client, the victim of a spoofed sender, or a retransmission's sender).
 
     Examples
     --------
@@ -93,6 +96,7 @@ class AttackOutcome:
     correct: bool
     stopped_by: str
     named: bool | None = None
+    wrongly_named: tuple[int, ...] = ()
 
     @property
     def succeeded(self) -> bool:
@@ -546,15 +550,19 @@ def _client_outcome(
     correct: bool,
     *,
     culprits: Sequence[int] = (),
+    suspects: Sequence[int] | None = None,
 ) -> AttackOutcome:
     """A client attack's outcome: decided by the round's correctness; the server's faults say
-    what refused it, and whether they name every one of the ``culprits``."""
+    what refused it, whether they name every one of the ``culprits``, and whom they name outside
+    the ``suspects`` (the clients that misbehaved; default: the culprits)."""
     outcome = _outcome(
         attack, "client", threat_model, neighbors, game, correct=correct, stopped_by=_faults(game)
     )
+    blamed = {f.peer_id for f in game.server.faults if f.peer_id is not None}
+    allowed = set(culprits if suspects is None else suspects)
+    outcome = dataclasses.replace(outcome, wrongly_named=tuple(sorted(blamed - allowed)))
     if not culprits:
         return outcome
-    blamed = {f.peer_id for f in game.server.faults}
     return dataclasses.replace(outcome, named=set(culprits) <= blamed)
 
 
@@ -627,7 +635,13 @@ def _misbehaving(behaviour: str, name: str) -> Callable[[str, int | None, int], 
         # Wrong shares of a dealer that then reveals its own seed are never used: nothing to name.
         culprits = () if behaviour.startswith("wrong") else bad
         return _client_outcome(
-            name, threat_model, neighbors, game, _correct(game, honest), culprits=culprits
+            name,
+            threat_model,
+            neighbors,
+            game,
+            _correct(game, honest),
+            culprits=culprits,
+            suspects=bad,
         )
 
     return attack
@@ -1049,6 +1063,8 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
     # A surface that says its server names misbehaving clients is held to it.
     names = bool(getattr(surface, "names_culprits", False))
     unnamed = [o for o in outcomes if names and not o.succeeded and o.named is False]
+    # ... and to naming only them: a retransmission's sender or a spoofed victim is not a culprit.
+    wrongly = [o for o in outcomes if names and o.wrongly_named]
     findings = [
         f"{o.threat_model} ({o.graph}): {o.attack} "
         + (f"exposed client(s) {list(o.exposed)}" if o.exposed else "sank or corrupted the round")
@@ -1059,20 +1075,26 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
         f"server's faults ({o.stopped_by or 'none recorded'})"
         for o in unnamed
     ]
+    findings += [
+        f"{o.threat_model} ({o.graph}): {o.attack}: the server's faults name client(s) "
+        f"{list(o.wrongly_named)}, who did nothing wrong ({o.stopped_by or 'none recorded'})"
+        for o in wrongly
+    ]
     if not control:
         findings.insert(0, "the positive control failed: the reconstruction cannot see a colluder")
     findings += [
         f"expected in {o.threat_model} ({o.graph}): {o.attack} exposed {list(o.exposed)}"
         for o in expected
     ]
-    verdict = Verdict.PASS if control and not breaches and not unnamed else Verdict.FAIL
+    verdict = Verdict.PASS if control and not (breaches or unnamed or wrongly) else Verdict.FAIL
     return AuditResult(
         audit=10,
         name="attacks",
         target=target.name,
         statistic="attacks that succeeded where the mode claims to resist them (and client "
-        "attacks whose culprit went unnamed, where the server claims to name them)",
-        value=len(breaches) + len(unnamed),
+        "attacks whose culprit went unnamed or that named a client who did nothing wrong, where "
+        "the server claims to name culprits)",
+        value=len(breaches) + len(unnamed) + len(wrongly),
         threshold="0 (and the positive control recovers a colluder's input)",
         samples=len(outcomes),
         verdict=verdict,
@@ -1132,6 +1154,8 @@ def outcome_table(outcomes: Sequence[Mapping[str, Any]]) -> str:
                 marks.append("n/a")
             elif not won and any(o.get("named") is False for o in runs):
                 marks.append("refused, culprit **not named**")
+            elif not won and any(o.get("wrongly_named") for o in runs):
+                marks.append("refused, **names a client who did nothing wrong**")
             elif not won:
                 marks.append("refused")
             elif any(o["claimed_resistant"] for o in won):

@@ -150,6 +150,28 @@ class _OurAccountant:
             return sigma <= 1e5
         return (2 * (math.ceil(20.0 * sigma) + 2) + 1) * rounds <= 1 << 14
 
+    histogram_mechanisms = ("tree", "flat")
+
+    @staticmethod
+    def histogram_sensitivity_trial(
+        mechanism: str, bins: int, branching: int
+    ) -> tuple[tuple[float, float], NDArray[np.float64], NDArray[np.float64]]:
+        """dp_quantile's stated replace-one (Δ₁, Δ₂), in released units, and its released
+        counts for 8 values in which client 0 moves from the first bin to the last (same seed:
+        the same noise; audit 4 measures the move)."""
+        values = np.linspace(0.2, 0.8, 8)
+        released = []
+        event: Any = None
+        for moved in (0.0, 1.0 - 0.5 / bins):
+            values[0] = moved
+            result = dpquantile.quantile.dp_quantile(
+                values, 0.5, lower=0.0, upper=1.0, bins=bins, branching=branching,
+                mechanism=mechanism, rho=1.0, secure=False, seed=7,  # type: ignore[arg-type]
+            )  # fmt: skip
+            event = result.event
+            released.append(np.asarray(result.released, dtype=np.float64))
+        return (float(event.l1_sensitivity), float(event.l2_sensitivity)), released[0], released[1]
+
     def kls21_sensitivities(
         self, l2_clip: float, granularity: float, dimension: int, beta: float | None
     ) -> tuple[float, float]:

@@ -223,10 +223,11 @@ def _sampler_tv_checks(
     """With ``discrete_gaussian_epsilon_with_tv``, the claimed ε of releases drawn by the
     target's inexact samplers, at the largest TV bound they claim per draw, against the exact
     ε of the ideal discrete Gaussian: the TV correction may only raise the claim, and (where
-    1 ≤ exact ε ≤ 30) by at most 1.15× — a sampler that claims a negligible TV must cost a
-    negligible ε. Above ε ≈ 30 the TV coupling's (1 + e^ε)·η term can exceed any δ (ours then
-    claims ∞: sound, useless, and far beyond any deployed ε), so the ratio is only reported
-    there. (The TV over T releases is the claimed per-draw bound × T.)"""
+    1 ≤ exact ε ≤ 30) by at most 1.15×, and below ε = 1 it must stay finite — a sampler that
+    claims a negligible TV must cost a negligible ε. Above ε ≈ 30 the TV coupling's
+    (1 + e^ε)·η term can exceed any δ (ours then claims ∞: sound, useless, and far beyond any
+    deployed ε), so the ratio is only reported there. (The TV over T releases is the claimed
+    per-draw bound × T.)"""
     claim = getattr(accountant, "discrete_gaussian_epsilon_with_tv", None)
     bounds = [s.tv_bound for s in target.samplers() if not s.exact and s.tv_bound > 0]
     if claim is None or not bounds:
@@ -248,6 +249,8 @@ def _sampler_tv_checks(
                 findings.append(f"{where}: claimed ε {claimed:.4f} < exact {exact:.4f}")
             elif 1.0 <= exact <= _TV_ENFORCED_UP_TO and claimed > _SLACK * exact:
                 findings.append(f"{where}: claimed ε {claimed:.4f} > 1.15 × exact {exact:.4f}")
+            elif exact <= _TV_ENFORCED_UP_TO and not math.isfinite(claimed):
+                findings.append(f"{where}: claimed ε = ∞ where the exact ε is {exact:.4f}")
     return rows
 
 
@@ -280,8 +283,9 @@ def _meaningful_tv_checks(
     and 10⁻²·δ for the T releases together (a target's own TV is usually far below δ, so the
     coupling's term never moves a claim; (1 + e^ε)·η ≤ δ needs ε below ≈ 9.2 and 4.6 here).
     Each claim must be certified, δ_ideal(ε) + (1 + e^ε)·η ≤ δ on the exact profile, and where
-    the smallest certified ε lies in [1, 30] it may exceed it by at most 1.15× (a correction
-    that gives up, ε = ∞, or overshoots fails). Grid: the accountant grid's σ and Δ,
+    the smallest certified ε lies in [1, 30] it may exceed it by at most 1.15×, and where it
+    lies below 1 the claim must be finite (a correction that gives up, ε = ∞, or overshoots
+    fails). Grid: the accountant grid's σ and Δ,
     T ∈ {1, 16}, every δ."""
     claim = getattr(accountant, "discrete_gaussian_epsilon_with_tv", None)
     if claim is None:
@@ -311,6 +315,8 @@ def _meaningful_tv_checks(
                 findings.append(
                     f"{where}: claimed ε {claimed:.4f} > 1.15 × the smallest certified {best:.4f}"
                 )
+            elif best <= _TV_ENFORCED_UP_TO and not math.isfinite(claimed):
+                findings.append(f"{where}: claimed ε = ∞ where ε = {best:.4f} is certified")
     return rows
 
 
@@ -586,6 +592,45 @@ def _rounding_sensitivity_checks(accountant: Any, findings: list[str]) -> list[d
     return rows
 
 
+_HISTOGRAM_CELLS = ((8, 2), (64, 2), (27, 3))  # (bins, branching): 3, 6 and 3 levels
+
+
+def _histogram_sensitivity_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]:
+    """The DP histogram's stated replace-one sensitivities against its own encoding
+    (``histogram_sensitivity_trial(mechanism, bins, branching)``: the stated (Δ₁, Δ₂) and the
+    released counts of two datasets, one client's value moved from the first bin to the last,
+    released with the same seed, so the same noise). Those bins share no node below the root,
+    so the released difference is the worst case: its L1 and L2 norms must equal the stated
+    Δ₁, Δ₂ (within 10⁻⁹). Below understates the noise the release needs; above wastes it (a
+    σ larger than ρ asks for). Every mechanism the target offers, on three trees."""
+    trial = getattr(accountant, "histogram_sensitivity_trial", None)
+    if trial is None:
+        return []
+    rows: list[dict[str, Any]] = []
+    for mechanism in tuple(getattr(accountant, "histogram_mechanisms", ("tree",))):
+        for bins, branching in _HISTOGRAM_CELLS:
+            stated, first, last = trial(mechanism, bins, branching)
+            moved = np.asarray(first, dtype=np.float64) - np.asarray(last, dtype=np.float64)
+            measured = (float(np.abs(moved).sum()), float(np.sqrt(np.square(moved).sum())))
+            rows.append(
+                {"mechanism": mechanism, "bins": bins, "branching": branching,
+                 "stated": [float(v) for v in stated], "measured": list(measured)}
+            )  # fmt: skip
+            where = f"DP histogram ({mechanism}, {bins} bins, branching {branching})"
+            for name, claimed, truth in zip(("Δ₁", "Δ₂"), stated, measured, strict=True):
+                if claimed < truth * (1 - 1e-9):
+                    findings.append(
+                        f"{where}: stated {name} {claimed:.9g} < {truth:.9g}, what one client's "
+                        "move changes in the released counts (noise understated)"
+                    )
+                elif claimed > truth * (1 + 1e-9):
+                    findings.append(
+                        f"{where}: stated {name} {claimed:.9g} > {truth:.9g}, what one client's "
+                        "move changes in the released counts (more noise than ρ needs)"
+                    )
+    return rows
+
+
 def _kls21_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[str, Any]]:
     """The accountant's composed Rényi bound of T distributed discrete Gaussian releases against
     T × KLS21 Thm. 1 recomputed here (composition of Rényi divergences adds, Mironov 2017)."""
@@ -644,7 +689,9 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     ``discrete_gaussian_epsilon_with_tv``); an accountant claiming CKS20's conversion at the
     best order is held to it; no event whose noise carries a sampler TV is exported to
     another accountant as exact by default (``sampler_tv_exports``); the sensitivities of
-    randomly rounded vectors against KLS21 Thm. 1 and Prop. 22 (``kls21_sensitivities``); and
+    randomly rounded vectors against KLS21 Thm. 1 and Prop. 22 (``kls21_sensitivities``); the
+    DP histogram's stated sensitivities against what one client's move changes in its released
+    counts (``histogram_sensitivity_trial``); and
     every parameter that would void a guarantee (ρ, σ, Δ, δ or a sampler TV out of range, for
     events, accountant, DP quantile, noise and budget: ``invalid_parameters``) refused with a
     ValueError or TypeError (:func:`~audits.targets.refusal_findings`).
@@ -730,6 +777,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     zcdp_rows = _zcdp_checks(accountant, tier, findings)
     exports = _tv_export_checks(accountant, findings)
     rounding_rows = _rounding_sensitivity_checks(accountant, findings)
+    histogram_rows = _histogram_sensitivity_checks(accountant, findings)
     grouping_rows = _grouping_checks(accountant, rows, findings)
     budget_rows = _budget_checks(accountant, findings)
     refused, refusal_problems = refusal_findings(accountant)
@@ -761,6 +809,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "zcdp_rows": zcdp_rows,
             "sampler_tv_exports": exports,
             "rounding_sensitivity_rows": rounding_rows,
+            "histogram_sensitivity_rows": histogram_rows,
             "sampler_tv_rows": tv_rows,
             "invalid_parameters_tried": refused or "n/a: none listed",
             "grouping_rows": grouping_rows,

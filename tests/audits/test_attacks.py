@@ -151,6 +151,7 @@ def test_every_culprit_the_server_can_tell_is_named_and_the_rest_have_none(
             assert o["named"] is None, o
         else:
             assert o["named"] is True, o
+    assert not [o for o in outcomes if o["wrongly_named"]]  # no one is blamed for nothing
     equivocations = [o for o in outcomes if o["attack"] == "equivocating-consistency"]
     assert {o["threat_model"] for o in equivocations} == {"malicious"}  # n/a semi-honest
     assert all("conflicting second consistency" in o["stopped_by"] for o in equivocations)
@@ -210,3 +211,22 @@ def test_a_server_that_records_no_faults_fails_the_naming_check(
         "replay-from-another-round",
         "equivocating-consistency",
     }
+
+
+def test_a_server_that_blames_an_earlier_sums_retransmission_names_a_client_who_did_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivor (seed 4): a message of an earlier sum treated as a fault instead of
+    # ignored as late — the round is unchanged, but an honest, slow client is blamed, which the
+    # README rules out ("an earlier sum's retransmitted input name[s] no one").
+    from secagg.server import Server  # noqa: PLC0415
+
+    def blame(self: Any, message: Any) -> bool:
+        raise self._fault(f"late {type(message).__name__}", message.peer)
+
+    monkeypatch.setattr(Server, "_late", blame)
+    result = audit_attacks(OurTarget())
+    assert result.verdict is Verdict.FAIL and result.value == 4  # 2 modes x 2 graphs
+    wrong = [f for f in result.findings if "who did nothing wrong" in f]
+    assert len(wrong) == 4 and all("replay-from-an-earlier-sum" in f for f in wrong)
+    assert all("[2]" in f for f in wrong)

@@ -38,13 +38,18 @@ def test_ours_is_certified_and_tight_at_meaningful_tvs() -> None:
 class _TVBlind:
     """Our accountant, but the TV ignored (or, ``gives_up``, every TV claim ∞)."""
 
-    def __init__(self, gives_up: bool) -> None:
+    def __init__(self, gives_up: bool, below_one: bool = False) -> None:
         self._real: Any = OurTarget().accountant()
-        self.gives_up = gives_up
+        self.gives_up, self.below_one = gives_up, below_one
 
     def discrete_gaussian_epsilon_with_tv(
         self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
     ) -> float:
+        if self.below_one:  # a fixed point that never certifies itself below ε = 1 (held-out 4)
+            claimed = float(
+                self._real.discrete_gaussian_epsilon_with_tv(sigma, sensitivity, rounds, delta, tv)
+            )
+            return math.inf if claimed < 1.0 else claimed
         if self.gives_up:
             return math.inf
         return float(self._real.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta))
@@ -57,4 +62,15 @@ def test_an_accountant_ignoring_or_giving_up_on_the_tv_is_caught() -> None:
     assert ignored and all("is not certified" in f for f in ignored)
     gave_up: list[str] = []
     _meaningful_tv_checks(_TVBlind(True), grid, gave_up)
-    assert gave_up and all("claimed ε inf > 1.15 ×" in f for f in gave_up)
+    assert gave_up and all(
+        "claimed ε inf > 1.15 ×" in f or "claimed ε = ∞ where ε =" in f for f in gave_up
+    )
+
+
+def test_an_accountant_giving_up_only_below_epsilon_one_is_caught() -> None:
+    findings: list[str] = []
+    blind = _TVBlind(False, below_one=True)
+    rows = _meaningful_tv_checks(blind, _ACCOUNTANT_GRID["fast"], findings)
+    small = [r for r in rows if r["certified"] < 1.0]
+    assert len(findings) == len(small) > 0
+    assert all("claimed ε = ∞ where ε =" in f for f in findings)
