@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dpquantile import (
@@ -83,6 +84,28 @@ def _scale_for(magnitude: float, max_abs: int) -> float:
     return scale
 
 
+def _largest_within(bound: Callable[[float], int], budget: int, scale: float) -> float:
+    """The largest scale ≤ ``scale`` (to float resolution) with bound(s) ≤ budget, for a bound
+    non-decreasing in s that falls to ≤ budget on a coarse enough grid.
+
+    Examples
+    --------
+    >>> _largest_within(lambda s: math.ceil(3 * s), 6, 100.0)
+    2.0
+    """
+    low = scale
+    while bound(low) > budget:
+        low /= 2.0
+        if low < 1e-300:
+            raise ValueError(f"no scale keeps the bound within {budget}")
+    high = scale
+    while True:
+        middle = (low + high) / 2.0
+        if middle in (low, high):
+            return low
+        low, high = (middle, high) if bound(middle) <= budget else (low, middle)
+
+
 @functools.lru_cache(maxsize=256)
 def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
     num_clients: int,
@@ -140,8 +163,12 @@ def plan_quantization(  # noqa: PLR0917 (positional: the lru_cache key)
             required_bits=minimum_bits,
         )
     s_max = max(candidates)
-    while signal_bound(s_max) > budget:  # float rounding at the boundary: a few ulps down
+    for _ in range(64):  # float rounding at the boundary: a few ulps down
+        if signal_bound(s_max) <= budget:
+            break
         s_max = math.nextafter(s_max, 0.0) * (1.0 - 1e-12)
+    else:  # never for the candidates above, which sit at the boundary: bisect, do not crawl
+        s_max = _largest_within(signal_bound, budget, s_max)
     if noise_rho is None and noise_sigma is None:
         return QuantizationPlan(_quantizer(clip, s_max), None, 0, wire, rotate)
 

@@ -18,7 +18,7 @@ from protocols.aggregation import (
     secure_weighted_average,
 )
 from protocols.aggregation import secure_average as secure_average_module
-from protocols.aggregation._quantization import plan_quantization
+from protocols.aggregation._quantization import _largest_within, plan_quantization
 from protocols.aggregation._rotation import Rotation, padded_dimension, walsh_hadamard
 from secagg import KeystreamRandom
 
@@ -193,3 +193,23 @@ def test_a_rotated_session_keeps_one_key_setup() -> None:
 def test_the_effective_weight_certificate_is_not_claimed_for_rotated_rows() -> None:
     with pytest.raises(ValueError, match="unrotated"):
         AverageSettings(clip=1.0, rotate=True, max_effective_weight=0.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    slope=st.floats(1e-3, 1e6),
+    clients=st.integers(1, 64),
+    budget=st.integers(64, 2**40),
+    start=st.floats(1e-3, 1e12),
+)
+def test_the_scale_fix_up_bisects_to_the_largest_admissible_scale(
+    slope: float, clients: int, budget: int, start: float
+) -> None:
+    # A step-function bound n·⌈a·s⌉ like the worst-case signal bound; from far above the
+    # boundary the fix-up must land on its last admissible float, not crawl down by 10⁻¹².
+    def bound(scale: float) -> int:
+        return clients * math.ceil(slope * scale)
+
+    scale = _largest_within(bound, budget, start)
+    assert 0 < scale <= start and bound(scale) <= budget
+    assert scale == start or bound(math.nextafter(scale, math.inf)) > budget
