@@ -285,12 +285,22 @@ def flip_ciphertexts(message: Any) -> Any:
     return dataclasses.replace(message, ciphertexts=bad)
 
 
+def malformed_escrows(message: Any, *, first: bool) -> Any:
+    """Encrypted shares whose pair-key escrows no longer match the neighbours: the first one
+    left out (``first``) or all of them in reverse order — either sorts above the true list."""
+    from secagg import EncryptedShares  # noqa: PLC0415
+
+    assert isinstance(message, EncryptedShares)
+    escrows = message.escrows[1:] if first else message.escrows[::-1]
+    return dataclasses.replace(message, escrows=tuple(escrows))
+
+
 def bad_client_round(
     behaviour: str, bad: tuple[int, ...], neighbors: int | None, threat_model: str
 ) -> AdversarialRound:
     """Run a 9-client round (honest server, t = 3) in which the clients ``bad`` misbehave:
-    ``"wrong shares"``, ``"unauthentic ciphertexts"`` (either ``… then silent``), or
-    ``"malformed masked input"``."""
+    ``"wrong shares"``, ``"unauthentic ciphertexts"`` (either ``… then silent``),
+    ``"malformed escrows"`` or ``"malformed masked input"``."""
     game = AdversarialRound(
         inputs_for(9), threshold=3, neighbors=neighbors, threat_model=threat_model
     )
@@ -303,6 +313,8 @@ def bad_client_round(
             out = game.to_client(message)
         if behaviour.startswith("unauthentic") and u in bad:
             out = [flip_ciphertexts(m) for m in out]
+        if behaviour.startswith("malformed escrows") and u in bad:
+            out = [malformed_escrows(m, first=u == bad[0]) for m in out]
         replies += out
     outgoing = game.to_server(replies) or game.close()
     silent_after_shares = behaviour.endswith("then silent")
@@ -931,6 +943,13 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "client",
         "one of exactly t + 1 holders answers with garbage (each holder in turn)",
         _one_garbage_share_of_t_plus_one,
+    ),
+    AttackSpec(
+        "malformed-escrows",
+        "client",
+        "two clients send pair-key escrows that do not match their neighbours (one left out; "
+        "all reversed)",
+        _misbehaving("malformed escrows", "malformed-escrows"),
     ),
     AttackSpec(
         "malformed-masked-input",

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -113,6 +113,8 @@ class _OurAccountant:
     # ε(δ) of a Rényi curve is CKS20 Prop. 12's conversion at its best order (audit 4 checks).
     zcdp_conversion = "cks20"
 
+    budget_neighbourings = ("add_remove", "replace_one")
+
     @staticmethod
     def budget_trial(
         limit: tuple[str, float],
@@ -120,14 +122,18 @@ class _OurAccountant:
         sigma: float,
         sensitivity: float,
         attempts: int,
+        *,
+        replace_one: bool = False,
     ) -> tuple[int, float]:
-        """Spend one N_ℤ(0, σ²) release of sensitivity Δ at a time against a PrivacyBudget of
-        ``limit`` ((ε at ``delta``) or ρ) until it refuses: (releases accepted, spent())."""
+        """Spend one N_ℤ(0, σ²) release of sensitivity Δ (add/remove) at a time against a
+        PrivacyBudget of ``limit`` ((ε at ``delta``) or ρ; stated for replace-one neighbours
+        with ``replace_one``) until it refuses: (releases accepted, spent())."""
         kind, value = limit
+        relation: Literal["replace_one"] | None = "replace_one" if replace_one else None
         if kind == "rho":
-            budget = dpquantile.PrivacyBudget(rho=value)
+            budget = dpquantile.PrivacyBudget(rho=value, neighbouring=relation)
         else:
-            budget = dpquantile.PrivacyBudget(epsilon=value, delta=delta)
+            budget = dpquantile.PrivacyBudget(epsilon=value, delta=delta, neighbouring=relation)
         event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
         accepted = 0
         for _ in range(attempts):

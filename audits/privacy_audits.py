@@ -415,24 +415,41 @@ def _grouping_checks(
 _BUDGET_EVENTS = ((1.0, 1.0), (2.0, 1.0), (2.5, 1.0), (5.0, 2.0), (5.0, 1.0))
 _BUDGET_EPSILONS = (2.0, 5.0, 10.0)
 _BUDGET_RHOS = (0.5, 2.0)
+# Budgets stated for replace-one neighbours, fed add/remove releases (restated with Δ doubled).
+_REPLACE_ONE_LIMITS = (("epsilon", 5.0), ("rho", 2.0))
 _BUDGET_DELTA = 1e-5
 _BUDGET_ATTEMPTS = 400
 
 
 def _budget_problem(
-    accountant: Any, limit: tuple[str, float], sigma: float, sensitivity: float
+    accountant: Any,
+    limit: tuple[str, float],
+    sigma: float,
+    sensitivity: float,
+    *,
+    replace_one: bool = False,
 ) -> tuple[dict[str, Any], str | None]:
     """One budget trial: spend one (σ, Δ) release at a time until refused; the row and what is
-    wrong with it (``None``: nothing)."""
+    wrong with it (``None``: nothing). ``replace_one``: the budget is stated for replace-one
+    neighbours and the releases for add/remove ones, so each counts as Δ doubled (triangle
+    inequality)."""
     kind, value = limit
     delta = _BUDGET_DELTA if kind == "epsilon" else None
-    row: dict[str, Any] = {"limit": f"{kind} {value:g}", "sigma": sigma, "sensitivity": sensitivity}
+    row: dict[str, Any] = {
+        "limit": f"{kind} {value:g}",
+        "sigma": sigma,
+        "sensitivity": sensitivity,
+        "neighbouring": "replace_one" if replace_one else "add_remove",
+    }
     try:
+        extra = {"replace_one": True} if replace_one else {}
         accepted, spent = accountant.budget_trial(
-            limit, delta, sigma, sensitivity, _BUDGET_ATTEMPTS
+            limit, delta, sigma, sensitivity, _BUDGET_ATTEMPTS, **extra
         )
     except Exception as error:  # any failure of a valid budget is the finding
         return row, f"raised {type(error).__name__}: {error}"[:200]
+    if replace_one:
+        sensitivity = 2.0 * sensitivity  # what one replaced client moves the release by
     row.update(accepted=int(accepted), spent=float(spent))
     if accepted >= _BUDGET_ATTEMPTS:
         return row, f"accepted all {accepted} releases (never refused)"
@@ -468,17 +485,28 @@ def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]
     """Budgets enforce what they state (``budget_trial``): in (ε, δ) a budget accepts releases
     while its own accountant's ε fits the limit, refuses the first that does not, never lets
     the exact ε of what it accepted exceed it, and reports that ε as spent; in ρ, the same with
-    ρ = T·Δ²/(2σ²) recomputed here."""
+    ρ = T·Δ²/(2σ²) recomputed here. A target listing ``"replace_one"`` in
+    ``budget_neighbourings`` also runs budgets stated for replace-one neighbours fed add/remove
+    releases, each held to Δ doubled."""
     trial = getattr(accountant, "budget_trial", None)
     if trial is None:
         return []
     rows: list[dict[str, Any]] = []
     limits = [("epsilon", e) for e in _BUDGET_EPSILONS] + [("rho", r) for r in _BUDGET_RHOS]
-    for limit, (sigma, sensitivity) in itertools.product(limits, _BUDGET_EVENTS):
-        row, problem = _budget_problem(accountant, limit, sigma, sensitivity)
+    trials = [(limit, event, False) for limit, event in itertools.product(limits, _BUDGET_EVENTS)]
+    if "replace_one" in getattr(accountant, "budget_neighbourings", ()):
+        restated = itertools.product(_REPLACE_ONE_LIMITS, _BUDGET_EVENTS)
+        trials += [(limit, event, True) for limit, event in restated]
+    for limit, (sigma, sensitivity), replace_one in trials:
+        row, problem = _budget_problem(
+            accountant, limit, sigma, sensitivity, replace_one=replace_one
+        )
         rows.append(row)
         if problem is not None:
-            findings.append(f"budget {row['limit']}, σ={sigma} Δ={sensitivity}: {problem}")
+            stated = " (replace-one budget, add/remove releases)" if replace_one else ""
+            findings.append(
+                f"budget {row['limit']}{stated}, σ={sigma} Δ={sensitivity}: {problem}"
+            )
     return rows
 
 

@@ -207,6 +207,7 @@ def test_a_server_that_records_no_faults_fails_the_naming_check(
         "duplicate-in-open-phase",
         "garbage-unmask-shares",
         "one-garbage-share-of-t+1",
+        "malformed-escrows",
         "malformed-masked-input",
         "replay-from-another-round",
         "equivocating-consistency",

@@ -22,7 +22,10 @@ def _findings() -> list[str]:
 def test_our_budgets_spend_what_they_state() -> None:
     result = audit_accountant(OurTarget())
     rows = result.details["budget_rows"]
-    assert result.verdict.value == "pass" and len(rows) == 25
+    assert result.verdict.value == "pass" and len(rows) == 35  # 25 add/remove, 10 replace-one
+    restated = [r for r in rows if r["neighbouring"] == "replace_one"]
+    assert len(restated) == 10
+    assert all(r["accepted"] >= 1 for r in restated if r["limit"] == "rho 2")
     # Each limit admits some release somewhere, and the ε rows stay under their exact limit.
     assert all(r["accepted"] >= 1 for r in rows if r["limit"] in ("epsilon 10", "rho 2"))
     assert all(r["exact"] <= 10.0 for r in rows if r["limit"] == "epsilon 10")
@@ -66,3 +69,23 @@ def test_a_budget_that_misreports_what_it_spent_is_caught(
     real = accounting.PrivacyBudget.spent
     monkeypatch.setattr(accounting.PrivacyBudget, "spent", lambda self: 0.9 * real(self))
     assert any("spent after" in f for f in _findings())
+
+
+def test_a_replace_one_budget_that_does_not_restate_add_remove_releases_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivor (seed 4): `event.relation == self._neighbouring` negated in
+    # PrivacyBudget.stated — a replace-one budget books add/remove releases as they are (Δ not
+    # doubled, ρ a quarter of the truth) and refuses add/remove budgets' own events.
+    def stated(self: Any, event: Any) -> Any:
+        if self._neighbouring is None or event.relation != self._neighbouring:
+            return event
+        if self._neighbouring == "replace_one":
+            return event.under_replace_one()
+        raise accounting.NeighbouringMismatchError("add/remove budget")
+
+    monkeypatch.setattr(accounting.PrivacyBudget, "stated", stated)
+    findings = _findings()
+    overspent = [f for f in findings if "replace-one budget" in f]
+    assert len(overspent) == 10
+    assert all("privacy overspent" in f or "let ρ reach" in f for f in overspent)
