@@ -124,10 +124,11 @@ class _OurAccountant:
         attempts: int,
         *,
         replace_one: bool = False,
-    ) -> tuple[int, float]:
+    ) -> tuple[int, float, bool]:
         """Spend one N_ℤ(0, σ²) release of sensitivity Δ (add/remove) at a time against a
         PrivacyBudget of ``limit`` ((ε at ``delta``) or ρ; stated for replace-one neighbours
-        with ``replace_one``) until it refuses: (releases accepted, spent())."""
+        with ``replace_one``) until it refuses: (releases accepted, spent(), whether
+        ``would_exceed`` asked before each spend agreed with it every time)."""
         kind, value = limit
         relation: Literal["replace_one"] | None = "replace_one" if replace_one else None
         if kind == "rho":
@@ -135,14 +136,17 @@ class _OurAccountant:
         else:
             budget = dpquantile.PrivacyBudget(epsilon=value, delta=delta, neighbouring=relation)
         event = dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity)
-        accepted = 0
+        accepted, agreed = 0, True
         for _ in range(attempts):
+            predicted = budget.would_exceed(event)
             try:
                 budget.spend(event)
             except dpquantile.BudgetExceededError:
+                agreed = agreed and predicted
                 break
+            agreed = agreed and not predicted
             accepted += 1
-        return accepted, float(budget.spent())
+        return accepted, float(budget.spent()), agreed
 
     @staticmethod
     def discrete_gaussian_profile_is_exact(sigma: float, sensitivity: float, rounds: int) -> bool:
@@ -161,13 +165,17 @@ class _OurAccountant:
     @staticmethod
     def histogram_sensitivity_trial(
         mechanism: str, bins: int, branching: int
-    ) -> tuple[tuple[float, float], NDArray[np.float64], NDArray[np.float64]]:
-        """dp_quantile's stated replace-one (Δ₁, Δ₂), in released units, and its released
-        counts for 8 values in which client 0 moves from the first bin to the last (same seed:
-        the same noise; audit 4 measures the move)."""
+    ) -> tuple[
+        tuple[float, float], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]
+    ]:
+        """dp_quantile's stated replace-one (Δ₁, Δ₂), in released units; its released counts
+        for 8 values in which client 0 moves from the first bin to the last (same seed: the same
+        noise; audit 4 measures the move); and the move as the histogram's public counts define
+        it (``HistogramTree.counts`` × the release's scale)."""
         values = np.linspace(0.2, 0.8, 8)
-        released = []
+        released, exact = [], []
         event: Any = None
+        tree = dpquantile.HistogramTree(bins, 0.0, 1.0, branching)
         for moved in (0.0, 1.0 - 0.5 / bins):
             values[0] = moved
             result = dpquantile.quantile.dp_quantile(
@@ -176,7 +184,9 @@ class _OurAccountant:
             )  # fmt: skip
             event = result.event
             released.append(np.asarray(result.released, dtype=np.float64))
-        return (float(event.l1_sensitivity), float(event.l2_sensitivity)), released[0], released[1]
+            exact.append(tree.counts(values, flat=mechanism == "flat") * result.scale)
+        stated = (float(event.l1_sensitivity), float(event.l2_sensitivity))
+        return stated, released[0], released[1], (exact[0] - exact[1]).astype(np.float64)
 
     def kls21_sensitivities(
         self, l2_clip: float, granularity: float, dimension: int, beta: float | None

@@ -443,11 +443,13 @@ def _budget_problem(
     }
     try:
         extra = {"replace_one": True} if replace_one else {}
-        accepted, spent = accountant.budget_trial(
+        accepted, spent, *agreement = accountant.budget_trial(
             limit, delta, sigma, sensitivity, _BUDGET_ATTEMPTS, **extra
         )
     except Exception as error:  # any failure of a valid budget is the finding
         return row, f"raised {type(error).__name__}: {error}"[:200]
+    if agreement and not agreement[0]:
+        return row, "its would_exceed query disagreed with what spend then did"
     if replace_one:
         sensitivity = 2.0 * sensitivity  # what one replaced client moves the release by
     row.update(accepted=int(accepted), spent=float(spent))
@@ -485,9 +487,10 @@ def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]
     """Budgets enforce what they state (``budget_trial``): in (ε, δ) a budget accepts releases
     while its own accountant's ε fits the limit, refuses the first that does not, never lets
     the exact ε of what it accepted exceed it, and reports that ε as spent; in ρ, the same with
-    ρ = T·Δ²/(2σ²) recomputed here. A target listing ``"replace_one"`` in
-    ``budget_neighbourings`` also runs budgets stated for replace-one neighbours fed add/remove
-    releases, each held to Δ doubled."""
+    ρ = T·Δ²/(2σ²) recomputed here; a trial that also reports whether the budget's own
+    "would it exceed?" query agreed with every spend must have it agree. A target listing
+    ``"replace_one"`` in ``budget_neighbourings`` also runs budgets stated for replace-one
+    neighbours fed add/remove releases, each held to Δ doubled."""
     trial = getattr(accountant, "budget_trial", None)
     if trial is None:
         return []
@@ -630,15 +633,25 @@ def _histogram_sensitivity_checks(accountant: Any, findings: list[str]) -> list[
     released with the same seed, so the same noise). Those bins share no node below the root,
     so the released difference is the worst case: its L1 and L2 norms must equal the stated
     Δ₁, Δ₂ (within 10⁻⁹). Below understates the noise the release needs; above wastes it (a
-    σ larger than ρ asks for). Every mechanism the target offers, on three trees."""
+    σ larger than ρ asks for). Every mechanism the target offers, on three trees. A trial that
+    also returns the move as the histogram's documented counts define it is held to that too,
+    coordinate by coordinate (the release must encode the data it claims to)."""
     trial = getattr(accountant, "histogram_sensitivity_trial", None)
     if trial is None:
         return []
     rows: list[dict[str, Any]] = []
     for mechanism in tuple(getattr(accountant, "histogram_mechanisms", ("tree",))):
         for bins, branching in _HISTOGRAM_CELLS:
-            stated, first, last = trial(mechanism, bins, branching)
+            stated, first, last, *documented = trial(mechanism, bins, branching)
             moved = np.asarray(first, dtype=np.float64) - np.asarray(last, dtype=np.float64)
+            if documented and not np.array_equal(moved, np.asarray(documented[0], np.float64)):
+                wrong = np.flatnonzero(moved != np.asarray(documented[0], np.float64))
+                findings.append(
+                    f"DP histogram ({mechanism}, {bins} bins, branching {branching}): one client's "
+                    f"move changes the released counts at {len(wrong)} coordinate(s) other than "
+                    f"the histogram's own counts say (first: {int(wrong[0])}) — the release "
+                    "encodes the data wrongly"
+                )
             measured = (float(np.abs(moved).sum()), float(np.sqrt(np.square(moved).sum())))
             rows.append(
                 {"mechanism": mechanism, "bins": bins, "branching": branching,

@@ -89,3 +89,16 @@ def test_a_replace_one_budget_that_does_not_restate_add_remove_releases_is_caugh
     overspent = [f for f in findings if "replace-one budget" in f]
     assert len(overspent) == 10
     assert all("privacy overspent" in f or "let ρ reach" in f for f in overspent)
+
+
+def test_a_would_exceed_query_that_disagrees_with_spend_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivor (seed 4): would_exceed by == instead of >, so it says an over-budget
+    # release fits (spend still refuses it).
+    def would_exceed(self: Any, event: Any, count: int = 1) -> bool:
+        return bool(self._prospective(event, count)[1] == self._limit())
+
+    monkeypatch.setattr(accounting.PrivacyBudget, "would_exceed", would_exceed)
+    findings = _findings()
+    assert findings and all("would_exceed query disagreed" in f for f in findings)

@@ -36,10 +36,11 @@ class _Stating:
         self._real: Any = OurTarget().accountant()
 
     def histogram_sensitivity_trial(self, mechanism: str, bins: int, branching: int) -> Any:
-        (l1, l2), first, last = self._real.histogram_sensitivity_trial(mechanism, bins, branching)
+        trial = self._real.histogram_sensitivity_trial(mechanism, bins, branching)
+        (l1, l2), first, last, documented = trial
         if mechanism == self.mechanism:
             l1, l2 = l1 * self.factor, l2 * self.factor
-        return (l1, l2), first, last
+        return (l1, l2), first, last, documented
 
 
 @pytest.mark.parametrize(
@@ -52,3 +53,27 @@ def test_a_misstated_sensitivity_is_caught(mechanism: str, factor: float, phrase
     _histogram_sensitivity_checks(_Stating(mechanism, factor), findings)
     assert len(findings) == 2 * len(_HISTOGRAM_CELLS)  # Δ₁ and Δ₂ of every tree
     assert all(f"({mechanism}," in f and phrase in f for f in findings)
+
+
+def test_a_release_that_misplaces_the_counts_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The held-out survivor (seed 4): each level's count at offset − node instead of offset +
+    # node. One count per level still moves, so the norms match; the coordinates do not.
+    from dpquantile import quantile  # noqa: PLC0415
+
+    def row(self: Any, index: int) -> Any:
+        vector = self.noise.noise(self.root.spawn(b"noise/%d" % index))
+        j = int(self.bin_index[index])
+        if self.mechanism == "flat":
+            vector[j] += self.scale
+            return vector
+        offset = 0
+        for size in self.tree.level_sizes:
+            vector[offset - j // (self.tree.bins // size)] += self.scale
+            offset += size
+        return vector
+
+    monkeypatch.setattr(quantile._NoisyVectors, "row", row)
+    findings: list[str] = []
+    _histogram_sensitivity_checks(OurTarget().accountant(), findings)
+    assert len(findings) == len(_HISTOGRAM_CELLS)  # every tree; flat untouched
+    assert all("(tree," in f and "encodes the data wrongly" in f for f in findings)

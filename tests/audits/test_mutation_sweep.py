@@ -243,8 +243,8 @@ _STATED = {
     ("mutation_sweep_2026-12-06-heldout2.json", None): (37, 79, 102),
     ("mutation_sweep_2026-12-06-heldout2.json", "heldout2-final-audits.json"): (48, 90, 102),
     ("mutation_sweep_2026-12-06.json", "seed0-final-audits.json"): (65, 111, 126),
-    ("mutation_sweep_2026-12-06-heldout3.json", None): (48, 92, 102),
-    ("mutation_sweep_2026-12-06-heldout3.json", "heldout3-final-audits.json"): (53, 97, 101),
+    ("mutation_sweep_2026-12-06-heldout3.json", None): (48, 92, 101),
+    ("mutation_sweep_2026-12-06-heldout3.json", "heldout3-final-audits.json"): (53, 97, 100),
 }
 
 
