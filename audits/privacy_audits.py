@@ -65,13 +65,14 @@ _ACCOUNTANT_GRID: dict[Tier, dict[str, tuple[float, ...]]] = {
     "fast": {
         "sigma": (1.0, 2.0, 5.0, 7.5, 10.0),
         "sensitivity": (1.0, 2.0),
-        "rounds": (1, 4, 16, 64),
+        # T = 3: with Δ = 1, T·Δ is odd and the exact profile's boundaries fall between points.
+        "rounds": (1, 3, 4, 16, 64),
         "delta": (1e-3, 1e-5, 1e-7),
     },
     "deep": {
         "sigma": (0.8, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0),
         "sensitivity": (1.0, 2.0, 3.0),
-        "rounds": (1, 2, 4, 16, 64, 256),
+        "rounds": (1, 2, 3, 4, 16, 64, 256),
         "delta": (1e-3, 1e-5, 1e-7, 1e-9),
     },
 }

@@ -49,7 +49,7 @@ def test_our_accountant_is_exact_where_it_says_so() -> None:
     assert result.verdict.value == "pass"
     # σ = 7.5 and 10 over 64 releases need 19 776 and 25 920 support points > 2^14: the Rényi
     # route, not claimed.
-    assert len(exact_rows) == 108 and len(rows) == 120
+    assert len(exact_rows) == 138 and len(rows) == 150
     assert all(not r["claims_exact"] for r in rows if r["sigma"] >= 7.5 and r["rounds"] == 64)
     # δ is overstated by a relative 1e-9 (the convolution's margin): ε by less than 1e-8.
     assert max(r["ratio"] for r in exact_rows) < 1 + 1e-8
@@ -79,3 +79,29 @@ def test_the_stated_exact_region_is_the_documented_one(
     says = OurTarget().accountant().discrete_gaussian_profile_is_exact  # type: ignore[attr-defined]
     assert says(sigma, 1.0, rounds) is expected
     assert says(sigma, 1.5, rounds) is False  # a non-integer Δ: never the exact route
+
+
+def test_a_composed_profile_that_floors_its_centre_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivor (seed 4): c = εσ²/Δ floored in the composed profile. With T·Δ even
+    # the thresholds c ∓ TΔ/2 floor alike and nothing changes — the grid had T ∈ {1, 4, 16, 64}
+    # only; with T·Δ odd a point whose loss is below ε joins both sums and δ, hence ε, drops
+    # (at σ = 1, Δ = 3, T = 3, δ = 10⁻⁷: 19.95 claimed for an exact 40.18).
+    import math  # noqa: PLC0415
+
+    from dpquantile import accounting  # noqa: PLC0415
+
+    def delta(self: Any, epsilon: float) -> float:
+        shift = self.count * self.sensitivity / 2.0
+        centre = epsilon * self.sigma**2 // self.sensitivity
+        head = self._greater(centre - shift) * (1.0 + accounting._COMPOSED_MARGIN)
+        tail = self._greater(centre + shift) * (1.0 - accounting._COMPOSED_MARGIN)
+        return max(0.0, head - math.exp(min(epsilon, 700.0)) * tail)
+
+    monkeypatch.setattr(accounting._ComposedProfile, "delta", delta)
+    accounting._composed_profile.cache_clear()
+    result = audit_accountant(OurTarget())
+    understated = [f for f in result.findings if "privacy understated" in f]
+    assert result.verdict.value == "fail" and understated
+    assert all(" T=3 " in f for f in understated)

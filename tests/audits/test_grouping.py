@@ -22,7 +22,7 @@ def test_groupings_cover_nested_factors_and_parts() -> None:
 def test_our_accountant_is_associative_on_the_grid() -> None:
     result = audit_accountant(OurTarget())
     rows = result.details["grouping_rows"]
-    assert result.verdict.value == "pass" and len(rows) == 240
+    assert result.verdict.value == "pass" and len(rows) == 270
     assert {r["grouping"].split(" ")[0] for r in rows} == {"nested", "parts"}
 
 
