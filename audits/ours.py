@@ -982,7 +982,7 @@ class _OurGraph:
 
     def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
         """The picker called with a rate, failure target or security target out of its range,
-        or one client, and a chosen record edited to a degree or threshold out of range
+        or one client, and a chosen record edited to a degree, threshold or count out of range
         (audit 8: each must raise ValueError or TypeError)."""
         pick = secagg.graph_parameters.secagg_plus_parameters
         nan, inf = math.nan, math.inf
@@ -1006,7 +1006,15 @@ class _OurGraph:
         cases.append(("secagg_plus_parameters(num_clients=1)", lambda: pick(1)))
         # A chosen (k, t) edited into one no picker may return: the record validates itself.
         chosen = pick(100)  # k = 16, t = 6 (between its bounds 6 and 7)
-        for field, value in (("degree", 100), ("degree", 17), ("threshold", 0), ("threshold", 17)):
+        edits = (
+            ("degree", 100),
+            ("degree", 17),
+            ("threshold", 0),
+            ("threshold", 17),
+            ("num_dropped", -1),
+            ("num_corrupt", -1),
+        )
+        for field, value in edits:
             cases.append(
                 (
                     f"SecAggPlusParameters({field}={value}, n=100)",

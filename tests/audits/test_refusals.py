@@ -16,7 +16,7 @@ from audits.targets import refusal_findings
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
     assert refusal_findings(target.accountant()) == (46, [])
-    assert refusal_findings(target.graph_parameters()) == (16, [])
+    assert refusal_findings(target.graph_parameters()) == (18, [])
     assert refusal_findings(target.secure_sum()) == (11, [])
 
 
