@@ -857,7 +857,9 @@ def _shamir_error_correction(
     another holder's share, one entry off by one) it must return the secret and
     name exactly the garbled holders; with e + 1 random ones (while e + 1 ≤ m − t) it must
     refuse or still return the secret — a wrong secret has chance ≈ m^e/p for random garbage,
-    so none is allowed. n/a when the target offers no robust reconstruction."""
+    so none is allowed; and with exactly t + 1 shares, one off by one in one entry (each holder
+    in turn, 8 entries, t ∈ {2, 3, 5}), it must refuse or return the secret. n/a when the
+    target offers no robust reconstruction."""
     robust = getattr(sharing, "robust_reconstruct", None)
     if robust is None:
         return 0, []
@@ -904,7 +906,25 @@ def _shamir_error_correction(
                 f"robust reconstruction ({where}) named {sorted(wrong)} as wrong, not "
                 f"{[shares[i][0] for i in garbled]}"
             )
-    return trials, sorted(set(findings))
+    # Exactly t + 1 shares, one of them off by one in one entry — each holder in turn, each of
+    # 8 entries: nothing can be corrected (e = 0), only detected, and the random draws above
+    # rarely land here. (Small garbage: a wrong secret then often still decodes to bytes.)
+    checked = 0
+    for t in (2, 3, 5):
+        secret = rng.integers(0, 256, size=sharing.secret_bytes, dtype=np.uint8).tobytes()
+        shares = sharing.share(secret, t, t + 1, seed * 1000 + trials + t)
+        for liar, entry in itertools.product(range(t + 1), range(8)):
+            point, row = shares[liar]
+            row = np.asarray(row, dtype=np.int64).copy()
+            row[entry % len(row)] = (row[entry % len(row)] + 1) % (2**31 - 1)
+            decoded = robust([*shares[:liar], (point, row), *shares[liar + 1 :]], t)
+            checked += 1
+            if decoded is not None and decoded[0] != secret:
+                findings.append(
+                    f"robust reconstruction (m={t + 1}, t={t}, holder {point} garbled) "
+                    "returned a wrong secret instead of refusing"
+                )
+    return trials + checked, sorted(set(findings))
 
 
 def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:

@@ -79,7 +79,8 @@ def test_robust_reconstruction_corrects_and_names_garbled_shares() -> None:
     sharing = OurTarget().secret_sharing()
     assert sharing is not None
     for seed in range(3):
-        assert _shamir_error_correction(sharing, seed, 60) == (60, [])
+        # 60 random trials, then 8 entries × each of the t + 1 holders for t = 2, 3, 5.
+        assert _shamir_error_correction(sharing, seed, 60) == (60 + 8 * (3 + 4 + 6), [])
 
 
 class _Decoder:
@@ -95,6 +96,9 @@ class _Decoder:
     def robust_reconstruct(self, shares: Any, threshold: int) -> Any:
         if self.defect == "plain":  # no error correction: the first t shares interpolated
             return self._real.reconstruct(shares[:threshold]), ()
+        if self.defect == "unchecked extra" and len(shares) == threshold + 1:
+            # The held-out survivor (seed 4): with e = 0 the (t + 1)-th share goes unchecked.
+            return self._real.reconstruct(shares[:threshold]), ()
         decoded = self._real.robust_reconstruct(shares, threshold)
         if decoded is None or self.defect != "names none":
             return decoded
@@ -103,7 +107,11 @@ class _Decoder:
 
 @pytest.mark.parametrize(
     ("defect", "expected"),
-    [("plain", "returned a wrong secret"), ("names none", "named [] as wrong")],
+    [
+        ("plain", "returned a wrong secret"),
+        ("names none", "named [] as wrong"),
+        ("unchecked extra", "returned a wrong secret instead of refusing"),
+    ],
 )
 def test_a_defective_robust_reconstruction_is_caught(defect: str, expected: str) -> None:
     _, findings = _shamir_error_correction(_Decoder(defect), 0, 60)  # type: ignore[arg-type]
