@@ -245,6 +245,8 @@ _STATED = {
     ("mutation_sweep_2026-12-06.json", "seed0-final-audits.json"): (65, 111, 126),
     ("mutation_sweep_2026-12-06-heldout3.json", None): (48, 92, 101),
     ("mutation_sweep_2026-12-06-heldout3.json", "heldout3-final-audits.json"): (53, 97, 100),
+    ("mutation_sweep_2026-12-06-heldout4.json", None): (88, 170, 220),
+    ("mutation_sweep_2026-12-06-heldout4.json", "heldout4-final-audits.json"): (98, 180, 220),
 }
 
 
