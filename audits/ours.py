@@ -36,6 +36,7 @@ from audits.targets import (
     NeighbouringMechanism,
     NoisyAverageUnderTest,
     OverflowProbe,
+    PathRelease,
     SamplerUnderTest,
     SansIOSecureSum,
     SecretSharingUnderTest,
@@ -438,8 +439,9 @@ class _SecureAverageDropout:
 
     name = "secure average"
     num_clients = 10
+    shortfall_error = None  # secure_weighted_average reports a shortfall, it cannot refuse one
 
-    def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
+    def _run(self, dropped: Sequence[int], seed: int, secure: bool) -> Any:
         n, d = self.num_clients, 64
         result = secure_average.secure_weighted_average(
             np.zeros((n, d)),
@@ -450,7 +452,7 @@ class _SecureAverageDropout:
             # ρ = 16 keeps the noisy weight sum ≥ 9 of its noise sds from 0 (it divides the total).
             noise=secure_average.DiscreteGaussianNoise(rho=16.0),
             seed=seed,
-            secure=False,
+            secure=secure,
             quantize=True,
             dropouts={"masked_input": [int(u) for u in dropped]} if len(dropped) else None,
             # The noise is the question, not the threat model: allow more dropouts than the
@@ -458,9 +460,24 @@ class _SecureAverageDropout:
             threat_model="semi-honest",
         )
         assert result.quantization_step is not None and result.event is not None
+        return result
+
+    def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
+        result = self._run(dropped, seed, False)
         noise = result.average * result.weight_sum / result.quantization_step  # inputs are 0
         variance = dpquantile.discrete_gaussian_variance(result.event.sigma)
         return noise, float(result.event.num_clients) * variance
+
+    def release(
+        self, dropped: Sequence[int], seed: int, *, secure: bool, refuse_shortfall: bool
+    ) -> PathRelease:
+        if refuse_shortfall:
+            raise ValueError("secure_weighted_average cannot refuse a shortfall")
+        result = self._run(dropped, seed, secure)
+        step = float(result.quantization_step)
+        total = np.rint(result.average * result.weight_sum / step)
+        weight = round(result.weight_sum * encoding.WEIGHT_COORDINATE_SCALE * result.clip / step)
+        return PathRelease(np.array([*total, weight]), protocol_steps=None)
 
 
 class _QuantileDropout:
@@ -468,27 +485,72 @@ class _QuantileDropout:
 
     name = "DP quantile"
     num_clients = 10
+    shortfall_error = secagg.TooFewSurvivorsError
+    _BINS = 16
 
-    def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
-        n = self.num_clients
-        values = np.linspace(0.05, 0.95, n)
+    def _run(
+        self,
+        dropped: Sequence[int],
+        seed: int,
+        *,
+        secure: bool = False,
+        refuse_shortfall: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Any:
+        values = np.linspace(0.05, 0.95, self.num_clients)
         gone = sorted(int(u) for u in dropped)
-        result = dpquantile.quantile.dp_quantile(
+        return dpquantile.quantile.dp_quantile(
             values,
             0.5,
             lower=0.0,
             upper=1.0,
-            bins=16,
+            bins=self._BINS,
             rho=1.0,
-            secure=False,
+            consistency=True,
+            interpolate=True,
+            reader="first",
+            secure=secure,
             seed=seed,
-            dropouts={"masked_input": gone} if dropped else None,
+            refuse_shortfall=refuse_shortfall,
+            progress=progress,
+            dropouts={"masked_input": gone} if gone else None,
+            neighbors=None,  # the complete graph: any third of the clients may drop
         )
-        tree = dpquantile.HistogramTree(16, 0.0, 1.0)
-        exact = tree.counts(np.delete(values, gone)) * result.scale
+
+    def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
+        result = self._run(dropped, seed)
+        values = np.linspace(0.05, 0.95, self.num_clients)
+        tree = dpquantile.HistogramTree(self._BINS, 0.0, 1.0)
+        exact = tree.counts(np.delete(values, sorted(int(u) for u in dropped))) * result.scale
         event = result.event
         noise = np.asarray(result.released, dtype=np.float64) - exact
         return noise, float(event.num_clients) * dpquantile.discrete_gaussian_variance(event.sigma)
+
+    def release(
+        self, dropped: Sequence[int], seed: int, *, secure: bool, refuse_shortfall: bool
+    ) -> PathRelease:
+        steps: list[str] = []
+        result = self._run(
+            dropped,
+            seed,
+            secure=secure,
+            refuse_shortfall=refuse_shortfall,
+            progress=lambda phase, done, total: steps.append(phase),
+        )
+        released = np.asarray(result.released, dtype=np.float64)
+        # The documented post-processing, from the released vector and the public survivor
+        # count alone (HistogramTree.estimate with the reader dp_quantile was given).
+        tree = dpquantile.HistogramTree(self._BINS, 0.0, 1.0)
+        recomputed, _ = tree.estimate(
+            released / float(result.scale),
+            float(result.survivors),
+            0.5,
+            mechanism="tree",
+            consistency=True,
+            interpolate=True,
+            reader="first",
+        )
+        return PathRelease(released, len(steps), float(result.estimate), float(recomputed))
 
 
 # ----------------------------------------------------------------------------- protocol

@@ -24,7 +24,13 @@ from audits.statistics import (
     one_sided_z,
     threshold_epsilon_lower_bound,
 )
-from audits.targets import AuditTarget, NeighbouringMechanism, refusal_findings
+from audits.targets import (
+    AuditTarget,
+    NeighbouringMechanism,
+    PathRelease,
+    ReleasePaths,
+    refusal_findings,
+)
 
 __all__ = [
     "REFERENCE_DELTA",
@@ -1074,6 +1080,105 @@ def audit_epsilon_lower_bound(
 # ------------------------------------------------------------------------------- audit 6
 
 
+#: Audit 6's path checks: dropped sets per aggregate (the first drops nobody).
+_PATH_TRIALS: dict[Tier, int] = {"fast": 4, "deep": 12}
+
+
+def _path_problem(
+    name: str, gone: Sequence[int], simulated: PathRelease, secure: PathRelease
+) -> str | None:
+    """What is wrong with one pair of releases (same seed, same dropouts), or ``None``."""
+    where = f"{name}, dropped {list(gone)}"
+    if not np.array_equal(simulated.released, secure.released):
+        moved = int(np.count_nonzero(simulated.released != secure.released))
+        return (
+            f"{where}: the secure-sum protocol and the simulator that claims the identical "
+            f"release differ in {moved} of {secure.released.size} coordinates"
+        )
+    if secure.protocol_steps is not None and secure.protocol_steps == 0:
+        return f"{where}: asked to be secure, the release never ran the secure-sum protocol"
+    if simulated.protocol_steps:
+        return f"{where}: the simulated release reported secure-sum protocol steps"
+    for path, release in (("simulated", simulated), ("secure", secure)):
+        if release.recomputed is None or release.estimate is None:
+            continue
+        if not math.isclose(release.estimate, release.recomputed, rel_tol=1e-12, abs_tol=1e-12):
+            return (
+                f"{where} ({path}): the reported estimate {release.estimate!r} is not the "
+                f"documented post-processing of the released vector ({release.recomputed!r}): "
+                "it depends on something other than what was released"
+            )
+    return None
+
+
+def _release_path_checks(
+    aggregates: Sequence[Any], tier: Tier, seed: int, findings: list[str]
+) -> list[dict[str, Any]]:
+    """Each aggregate offering :class:`ReleasePaths`, on random dropped sets: the secure and the
+    simulated path release the same vector (both documented as the identical release); the
+    secure path runs the protocol; a reported statistic is post-processing of the release; and
+    where a shortfall refusal is asked for, any dropout is refused on both paths and a full
+    round is released unchanged."""
+    rows: list[dict[str, Any]] = []
+    for index, aggregate in enumerate(aggregates):
+        if not isinstance(aggregate, ReleasePaths):
+            continue
+        n = int(aggregate.num_clients)
+        chooser = np.random.default_rng([seed, index, 61])
+        refusing = aggregate.shortfall_error is not None
+        problems = 0
+        for trial in range(_PATH_TRIALS[tier]):
+            # At most a fifth: the malicious mode's quorum of ⌊(n + c)/2⌋ + 1 inputs holds.
+            size = 0 if trial == 0 else int(chooser.integers(1, max(1, n // 5) + 1))
+            gone = sorted(int(u) for u in chooser.choice(n, size, replace=False))
+            release_seed = seed * 1_000_003 + 7919 * index + trial
+            plain = {
+                secure: aggregate.release(
+                    gone, release_seed, secure=secure, refuse_shortfall=False
+                )
+                for secure in (False, True)
+            }
+            problem = _path_problem(aggregate.name, gone, plain[False], plain[True])
+            if problem is None and refusing:
+                problem = _shortfall_problem(aggregate, gone, release_seed, plain)
+            if problem is not None:
+                problems += 1
+                findings.append(problem)
+        rows.append(
+            {
+                "aggregate": aggregate.name,
+                "dropped_sets": _PATH_TRIALS[tier],
+                "refuses_shortfall": refusing,
+                "problems": problems,
+            }
+        )
+    return rows
+
+
+def _shortfall_problem(
+    aggregate: ReleasePaths, gone: Sequence[int], seed: int, plain: Mapping[bool, PathRelease]
+) -> str | None:
+    """With the shortfall refusal asked for: refuse iff someone dropped, on both paths."""
+    error = aggregate.shortfall_error
+    assert error is not None
+    for secure in (False, True):
+        path = "secure" if secure else "simulated"
+        try:
+            release = aggregate.release(gone, seed, secure=secure, refuse_shortfall=True)
+        except error:
+            if gone:
+                continue
+            return f"{aggregate.name} ({path}): a full round was refused as a shortfall"
+        if gone:
+            return (
+                f"{aggregate.name} ({path}), dropped {list(gone)}: asked to refuse a shortfall, "
+                "it released with fewer survivors than the noise was planned for"
+            )
+        if not np.array_equal(release.released, plain[secure].released):
+            return f"{aggregate.name} ({path}): the refusal option changed a full round's release"
+    return None
+
+
 def audit_dropout_noise(
     target: AuditTarget,
     *,
@@ -1155,6 +1260,8 @@ def audit_dropout_noise(
                         f"variance is {ratio:.3f} × what was charged (p = {p_value:.2g})"
                     )
     worst = max(chi2_variance_shortfall(row["coordinates"], per_test) for row in rows)
+    with quiet_library_warnings():
+        path_rows = _release_path_checks(aggregates, tier, seed, findings)
     return AuditResult(
         audit=6,
         name="dropout-noise",
@@ -1166,7 +1273,12 @@ def audit_dropout_noise(
         verdict=Verdict.FAIL if findings else Verdict.PASS,
         error_rate=FAMILY_ALPHA,
         findings=tuple(findings),
-        details={"rows": rows, "releases_per_cell": rounds, "variance_shortfall_detected": worst},
+        details={
+            "rows": rows,
+            "releases_per_cell": rounds,
+            "variance_shortfall_detected": worst,
+            "release_paths": path_rows,
+        },
         seconds=time.perf_counter() - start,
         power=f"variance shortfall ≥ {100 * worst:.1f} % in every cell (χ² lower tail)",
     )

@@ -41,6 +41,8 @@ __all__ = [
     "NoisyAverageUnderTest",
     "OverflowProbe",
     "PartialTarget",
+    "PathRelease",
+    "ReleasePaths",
     "SamplerUnderTest",
     "SansIOSecureSum",
     "SecretSharingUnderTest",
@@ -225,6 +227,57 @@ class DropoutNoise(Protocol):
         ``dropped``: the indices (in ``range(num_clients)``) of the clients that leave before
         masking, drawn at random by the audit for every release.
         """
+        ...
+
+
+@dataclass(frozen=True)
+class PathRelease:
+    """One release of an aggregate through one of its paths (audit 6).
+
+    ``released``: what the server obtains (grid units); ``protocol_steps``: the secure-sum
+    protocol's progress reports seen during the release (0: it never ran; ``None``: not
+    observable); ``estimate``: the statistic the aggregate reported, and ``recomputed``: the
+    same statistic recomputed by the adapter from ``released`` alone with the implementation's
+    public post-processing (``None``: not offered).
+    """
+
+    released: NDArray[np.float64]
+    protocol_steps: int | None
+    estimate: float | None = None
+    recomputed: float | None = None
+
+
+@runtime_checkable
+class ReleasePaths(Protocol):
+    """An aggregate released through its secure-sum protocol or through a simulator that claims
+    the identical release, which may refuse a shortfall of survivors (audit 6).
+
+    Examples
+    --------
+    >>> from audits.ours import OurTarget
+    >>> [isinstance(a, ReleasePaths) for a in OurTarget().dropout_noise()]
+    [True, True]
+    """
+
+    @property
+    def name(self) -> str:
+        """Short name."""
+        ...
+
+    @property
+    def num_clients(self) -> int:
+        """Clients asked."""
+        ...
+
+    @property
+    def shortfall_error(self) -> type[Exception] | None:
+        """What a refused shortfall raises; ``None``: the aggregate cannot refuse one."""
+        ...
+
+    def release(
+        self, dropped: Sequence[int], seed: int, *, secure: bool, refuse_shortfall: bool
+    ) -> PathRelease:
+        """One release with these clients gone before masking, noise planned for all."""
         ...
 
 

@@ -1,0 +1,99 @@
+"""Audit 6's release paths: secure and simulated releases agree, the secure one runs the
+protocol, the estimate is post-processing of the release, and a shortfall refusal refuses —
+each planted in an adapter that wraps the real DP quantile."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audits import OurTarget, Verdict, audit_dropout_noise
+from audits.ours import _QuantileDropout, _SecureAverageDropout
+from audits.targets import PathRelease, ReleasePaths
+
+
+def test_our_aggregates_offer_both_paths_and_pass() -> None:
+    aggregates = OurTarget().dropout_noise()
+    assert all(isinstance(a, ReleasePaths) for a in aggregates)
+    result = audit_dropout_noise(OurTarget(), dropped_fractions=(0.0,))
+    assert result.verdict is Verdict.PASS, result.findings
+    rows = {row["aggregate"]: row for row in result.details["release_paths"]}
+    assert rows["DP quantile"]["refuses_shortfall"]
+    assert not rows["secure average"]["refuses_shortfall"]
+    assert all(row["problems"] == 0 and row["dropped_sets"] == 4 for row in rows.values())
+
+
+def test_the_secure_path_really_runs_the_protocol() -> None:
+    release = _QuantileDropout().release([3], 5, secure=True, refuse_shortfall=False)
+    simulated = _QuantileDropout().release([3], 5, secure=False, refuse_shortfall=False)
+    assert release.protocol_steps is not None and release.protocol_steps > 10
+    assert simulated.protocol_steps == 0
+    np.testing.assert_array_equal(release.released, simulated.released)
+    assert release.estimate == release.recomputed
+
+
+class _Planted(_QuantileDropout):
+    """The real DP quantile with one defect of the kind the held-out mutants showed."""
+
+    def __init__(self, defect: str) -> None:
+        self.defect = defect
+
+    def release(
+        self, dropped: Sequence[int], seed: int, *, secure: bool, refuse_shortfall: bool
+    ) -> PathRelease:
+        if self.defect == "inverted refusal" and not secure:
+            # quantile.py's simulated path refusing a full round and releasing a short one
+            refuse_shortfall = refuse_shortfall and not dropped
+        real = super().release(dropped, seed, secure=secure, refuse_shortfall=refuse_shortfall)
+        if self.defect == "skips the protocol" and secure:
+            return dataclasses.replace(real, protocol_steps=0)
+        if self.defect == "estimate from shifted counts" and real.estimate is not None:
+            return dataclasses.replace(real, estimate=real.estimate * 0.9)
+        if self.defect == "secure path differs" and secure:
+            released = real.released.copy()
+            released[-1] += 1
+            return dataclasses.replace(real, released=released)
+        return real
+
+
+@pytest.mark.parametrize(
+    ("defect", "words"),
+    [
+        ("inverted refusal", "refuse"),
+        ("skips the protocol", "never ran the secure-sum protocol"),
+        ("estimate from shifted counts", "post-processing"),
+        ("secure path differs", "differ in 1 of"),
+    ],
+)
+def test_each_planted_path_defect_fails(defect: str, words: str) -> None:
+    class Target(OurTarget):
+        def dropout_noise(self) -> Sequence[Any]:
+            return (_SecureAverageDropout(), _Planted(defect))
+
+    result = audit_dropout_noise(Target(), dropped_fractions=(0.0,))
+    assert result.verdict is Verdict.FAIL
+    assert any(words in finding for finding in result.findings), result.findings
+    rows = {row["aggregate"]: row for row in result.details["release_paths"]}
+    assert rows["secure average"]["problems"] == 0
+    assert rows["DP quantile"]["problems"] >= 1
+
+
+def test_an_aggregate_without_paths_is_left_to_the_variance_test() -> None:
+    class NoiseOnly:
+        name = "noise only"
+        num_clients = 10
+
+        def noise(self, dropped: Sequence[int], seed: int) -> tuple[Any, float]:
+            return np.random.default_rng(seed).normal(0.0, 1.0, 50), 1.0
+
+    class Target(OurTarget):
+        def dropout_noise(self) -> Sequence[Any]:
+            return (NoiseOnly(),)
+
+    result = audit_dropout_noise(Target(), dropped_fractions=(0.0,))
+    assert result.details["release_paths"] == []
+    assert result.verdict is Verdict.PASS
