@@ -43,6 +43,7 @@ from audits.targets import (
     SecureSumUnderTest,
 )
 from protocols.aggregation import encoding, secure_average
+from protocols.aggregation._rotation import padded_dimension, rotation_block
 
 __all__ = ["KNOWN_ANSWER_LABEL", "REFERENCE_RHO", "OurTarget"]
 
@@ -851,6 +852,73 @@ class _OurSecureSum:
             except ValueError:
                 continue
             return f"{where}: named {needed} bits, but {needed - 1} suffice"
+        return None
+
+    @staticmethod
+    def grid_rule(seed: int) -> str | None:
+        """secure_weighted_average's grid is the one its documented no-wrap rule gives
+        (``bits``: "the scale is the finest with n·⌈B·c·scale⌉ (+ noise tail) < 2^(b−1)";
+        rotated rows, secure_average_notes.md §6: each rotated coordinate of the sum within
+        ⌈s·n·‖row‖·t/√B⌉ + n, ‖row‖ = B·c·√(1 + λ²), t = √(2 ln(2D/2⁻⁴⁰)), D the padded wire
+        width and B its rotation block; the scale the larger of that rule and the worst case).
+        Without noise the scale must be that largest admissible one (the next float grid
+        10⁻⁹ finer breaks the rule); with noise the rule plus the noise tail ⌈t·σ·√n⌉ must
+        hold. ``None``: it does."""
+        lam = encoding.WEIGHT_COORDINATE_SCALE
+        magnitude_of_coordinates = 1.0  # B·c: the vector's and (λ ≤ 1) the weight's coordinates
+        cases = [
+            (10, 3, 32, False, None),
+            (10, 1000, 20, False, None),
+            (25, 50, 40, False, None),
+            (10, 1000, 20, True, None),
+            (7, 300, 24, True, None),
+            (10, 3, 32, True, None),
+            (10, 64, 48, False, 16.0),
+            (10, 1000, 48, True, 16.0),
+        ]
+        for n, d, bits, rotate, rho in cases:
+            vectors = np.random.default_rng([seed, n, d]).normal(size=(n, d))
+            vectors /= 2.0 * np.linalg.norm(vectors, axis=1, keepdims=True)
+            settings = secure_average.AverageSettings(
+                clip=1.0,
+                bits=bits,
+                rotate=rotate,
+                quantize=True,
+                noise=None if rho is None else secure_average.DiscreteGaussianNoise(rho=rho),
+            )
+            result = secure_average.secure_weighted_average(
+                vectors, np.ones(n), settings=settings, weight_cap=1.0, seed=seed, secure=False
+            )
+            assert result.quantization_step is not None
+            scale = 1.0 / float(result.quantization_step)
+            budget = (1 << (bits - 1)) - 1
+            wire = padded_dimension(d + 1) if rotate else d + 1
+            tail = math.sqrt(2.0 * math.log(2.0 * wire / 2.0**-40))
+            row_norm = magnitude_of_coordinates * math.sqrt(1.0 + lam**2)
+            spread = tail / math.sqrt(rotation_block(d + 1)) if rotate else 0.0
+
+            def bound(s: float, n: int = n, norm: float = row_norm, spread: float = spread) -> int:
+                if not spread:  # unrotated: every coordinate within B·c
+                    return n * math.ceil(magnitude_of_coordinates * s)
+                return min(n * math.ceil(norm * s), math.ceil(n * norm * s * spread) + n)
+
+            noise = 0
+            if result.event is not None:
+                noise = math.ceil(tail * float(result.event.sigma) * math.sqrt(n))
+            where = (
+                f"secure_weighted_average, n = {n}, d = {d}, {bits}-bit ring, rotate={rotate}"
+                + ("" if rho is None else f", noise ρ = {rho:g}")
+            )
+            if bound(scale) + noise > budget:
+                return (
+                    f"{where}: its grid (scale {scale:.6g}) lets the sum reach "
+                    f"{bound(scale) + noise} > 2^(b−1) − 1 = {budget}: it can wrap"
+                )
+            if rho is None and bound(scale * (1.0 + 1e-9)) <= budget:
+                return (
+                    f"{where}: its grid (scale {scale:.6g}) is coarser than the documented "
+                    "finest admissible one (a grid 10⁻⁹ finer still fits the ring)"
+                )
         return None
 
     def overflow_probe(self, seed: int) -> OverflowProbe:

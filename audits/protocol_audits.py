@@ -712,8 +712,8 @@ def audit_secure_sum(
             both = secure_sum.answers_both_shares(seed)
             probe = secure_sum.overflow_probe(seed)
             headroom = getattr(secure_sum, "headroom_refusal", lambda _: None)(seed)
-        if headroom is not None:
-            findings.append(headroom)
+            grid = getattr(secure_sum, "grid_rule", lambda _: None)(seed)
+        findings.extend(problem for problem in (headroom, grid) if problem is not None)
         samples += rounds
         if hasattr(secure_sum, "run_session"):
             samples += sessions

@@ -11,9 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+import protocols.aggregation.encoding as encoding
 from audits import OurTarget, Verdict, audit_dropout_noise
 from audits.ours import _QuantileDropout, _SecureAverageDropout
 from audits.targets import PathRelease, ReleasePaths
+from protocols.aggregation._quantization import plan_quantization
+from secagg import Quantizer
 
 
 def test_our_aggregates_offer_both_paths_and_pass() -> None:
@@ -97,3 +100,42 @@ def test_an_aggregate_without_paths_is_left_to_the_variance_test() -> None:
     result = audit_dropout_noise(Target(), dropped_fractions=(0.0,))
     assert result.details["release_paths"] == []
     assert result.verdict is Verdict.PASS
+
+
+# ----------------------------------------------------------------- audit 7: the grid rule
+
+
+def _replanned(monkeypatch: pytest.MonkeyPatch, factor: float, *, rotated_only: bool) -> None:
+    """Every secure average's grid scale multiplied by ``factor`` (coarser below 1, wrapping
+    above 1), as a planner bug would."""
+    real = plan_quantization
+
+    def planned(*args: Any) -> Any:
+        plan = real(*args)
+        if rotated_only and not plan.rotate:
+            return plan
+        quantizer = Quantizer(clip=plan.quantizer.clip, scale=plan.quantizer.scale * factor)
+        return dataclasses.replace(plan, quantizer=quantizer)
+
+    monkeypatch.setattr(encoding, "plan_quantization", planned)
+
+
+def test_our_grid_follows_its_documented_rule() -> None:
+    assert OurTarget().secure_sum().grid_rule(0) is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("factor", "rotated_only", "words"),
+    [
+        (0.5, False, "coarser than the documented finest"),  # the worst-case clip swapped
+        (0.3, True, "rotate=True: its grid"),  # rotation's flattened candidate lost
+        (1.001, False, "it can wrap"),
+        (1.001, True, "it can wrap"),
+    ],
+)
+def test_a_planted_grid_defect_fails(
+    monkeypatch: pytest.MonkeyPatch, factor: float, rotated_only: bool, words: str
+) -> None:
+    _replanned(monkeypatch, factor, rotated_only=rotated_only)
+    problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
+    assert problem is not None and words in problem, problem
