@@ -68,6 +68,14 @@ class _OurSampler:
     def tv_bound(self) -> float:
         return 0.0 if self.exact else dpquantile.FastDiscreteGaussian(1.0).tv_bound
 
+    def stated_sigma_squared(self, sigma: float) -> tuple[Any, Any]:
+        """(target σ², sampled σ̃²) as the sampler states them (its public properties)."""
+        sampler = getattr(dpquantile, self.class_name)(sigma)
+        if self.exact:
+            stated = sampler.sigma_squared
+            return stated if stated == sampler.target_sigma_squared else None, stated
+        return sampler.target_sigma_squared, sampler.sampled_sigma_squared
+
     def prepare(self, sigma: float) -> Draw:
         sampler = getattr(dpquantile, self.class_name)(sigma)
         random_class = secagg.KeystreamRandom
@@ -217,10 +225,11 @@ class _OurAccountant:
         )
         return tuple((name, event.to_dp_accounting) for name, event in events)
 
-    def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+    def invalid_parameters(self) -> tuple[tuple[Any, ...], ...]:
         """Events, accountant, DP quantile, secure-average noise and budget, each called with one
-        parameter that voids the guarantee (audit 4: each must raise ValueError or TypeError).
-        ρ = 0 (a release with no loss) and composing 0 times are valid, so not listed."""
+        parameter that voids the guarantee (audit 4: each must raise ValueError or TypeError,
+        or the error named third). ρ = 0 (a release with no loss) and composing 0 times are
+        valid, so not listed."""
         nan, inf = math.nan, math.inf
         events = dpquantile.accounting
         values = np.linspace(0.1, 0.9, 8)
@@ -250,6 +259,8 @@ class _OurAccountant:
 
         def composed() -> Any:
             return events.ZCDPAccountant().compose(events.ZCDP(0.1), count=3)
+
+        exact = dpquantile.ExactDiscreteGaussian
 
         cases: list[tuple[str, Callable[[], Any]]] = []
         cases += [(f"ZCDP(rho={r})", partial(events.ZCDP, r)) for r in (-1.0, nan, inf)]
@@ -309,8 +320,49 @@ class _OurAccountant:
         cases += [
             ("PrivacyBudget(epsilon=0)", lambda: events.PrivacyBudget(0.0, 1e-5)),
             ("PrivacyBudget(delta=1)", lambda: events.PrivacyBudget(1.0, 1.0)),
+            ("DiscreteGaussian(dimension=0)", gaussian(dimension=0)),
+            # Below the accountant's conversion floor (ε ≈ 1.3e-9 at δ = 1e-10 for any ρ > 0).
+            ("rho_for_epsilon(1e-12, delta=1e-10)", partial(events.rho_for_epsilon, 1e-12, 1e-10)),
+            # The documented ceiling σ ≤ 2^40 (dpquantile.MAX_EXACT_SIGMA), as a number: the
+            # constant itself could be what is wrong.
+            ("ExactDiscreteGaussian(sigma=1.01·2^40)", partial(exact, 1.01 * 2.0**40)),
         ]
-        return tuple(cases)
+        # Typed: a ring wider than the secure sum's 64 bits is a HeadroomError naming the bits
+        # (2^20 clients at 2^43 grid points per count need 65), and an issued certificate is
+        # read-only (AttributeError), so what an auditor was handed cannot be edited.
+        big = np.full(2**20, 0.5)
+        certificate = composed().certificate(1e-5)
+        typed: list[tuple[str, Callable[[], Any], type[BaseException]]] = [
+            (
+                "dp_quantile needing a 65-bit ring",
+                lambda: dpquantile.dp_quantile(
+                    big, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=0, secure=False,
+                    scale=2**43, sampler="exact",
+                ),
+                secagg.HeadroomError,
+            ),
+            (
+                "Certificate.epsilon = 0",
+                lambda: setattr(certificate, "epsilon", 0.0),
+                AttributeError,
+            ),
+        ]
+        return (*cases, *typed)
+
+    def boundary_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """Calls at the ends of documented ranges, which must be served (audit 4)."""
+        values = np.linspace(0.1, 0.9, 8)
+        return (
+            ("ExactDiscreteGaussian(sigma=2^40)", partial(dpquantile.ExactDiscreteGaussian, 2**40)),
+            (
+                "dp_quantile(min_survivors=1)",
+                lambda: dpquantile.dp_quantile(
+                    values, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=0, secure=False,
+                    min_survivors=1,
+                ),
+            ),
+            ("rho_for_epsilon(1e-20, 1e-5)", partial(dpquantile.rho_for_epsilon, 1e-20, 1e-5)),
+        )
 
     def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
         event = dpquantile.ZCDP(rho)
@@ -626,6 +678,31 @@ class _OurSansIO:
             client.snapshot(), identity=client._identity, trust_store=client._trust_store
         )
 
+    @staticmethod
+    def snapshot_bytes(client: Any) -> bytes:
+        """What a client saves to survive a crash (audit 7 damages it)."""
+        return bytes(client.snapshot())
+
+    @staticmethod
+    def damaged_snapshots(data: bytes) -> dict[str, bytes]:
+        """Our snapshot (version, state, id, then u32-length-prefixed fields; secagg/client.py)
+        with the last field's length one more than the bytes left: every field still reads
+        whole, only the length check can tell."""
+        offset, last = 6, 6
+        while offset + 4 <= len(data):
+            last = offset
+            offset += 4 + int.from_bytes(data[offset : offset + 4], "little")
+        size = int.from_bytes(data[last : last + 4], "little")
+        longer = data[:last] + (size + 1).to_bytes(4, "little") + data[last + 4 :]
+        return {"whose last field claims a byte more than is left": longer}
+
+    @staticmethod
+    def restore_bytes(client: Any, data: bytes) -> Any:
+        """A client restarted from ``data`` with its own identity and trust store (audit 7)."""
+        return secagg.Client.restore(
+            data, identity=client._identity, trust_store=client._trust_store
+        )
+
     def wire(self, message: Any) -> bytes:
         """A message's bytes on the wire (audit 7 compares replies byte for byte)."""
         return bytes(secagg.messages.encode_message(message))
@@ -745,10 +822,11 @@ class _OurSecureSum:
             return None
         return out
 
-    def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+    def invalid_parameters(self) -> tuple[tuple[Any, ...], ...]:
         """A round configured with a threshold, width, modulus, degree or number of sums out of
         range, or a server given client ids outside the wire format or twice (audit 7: each must
-        raise ValueError or TypeError). t = 1 is valid (with a warning), so not listed."""
+        raise ValueError or TypeError); a 2-client sum must warn. t = 1 is valid (with a
+        warning), so not listed."""
         base: dict[str, Any] = {"dimension": 3, "threshold": 2, "round_nonce": b"secagg-dp audits"}
         changes = (
             ("threshold", 0),
@@ -770,7 +848,16 @@ class _OurSecureSum:
             (f"Server(ids={ids})", partial(secagg.Server, config, ids))
             for ids in ([0, 1, 2], [1, 2, largest + 1], [1, 1, 2])
         ]
-        return tuple(cases)
+        # Served, but with the documented warning: with two clients each learns the other's
+        # input from the total (README's threat model), which the caller must be told.
+        pair = np.arange(6, dtype=np.int64).reshape(2, 3)
+        warned: tuple[str, Callable[[], Any], type[Warning], str] = (
+            "secure_sum of 2 clients",
+            partial(secagg.secure_sum, pair, modulus_bits=16, seed=0),
+            secagg.InsecureSettingsWarning,
+            "2-client",  # not only the t = 1 warning such a sum also gets
+        )
+        return (*cases, warned)
 
     def survives_dropout(self, phase: str, seed: int) -> str | None:
         inputs = np.arange(15, dtype=np.int64).reshape(5, 3)
@@ -1029,6 +1116,25 @@ class _OurMasks:
 class _OurShamir:
     secret_bytes = 32
 
+    def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """What joining and interpolation must refuse (audit 8): a sub-secret outside
+        [0, 2^bits) or with bits set beyond the secret (how inconsistent shares show — joined,
+        they would become a different key), share arrays of the wrong shape or outside Z_p."""
+        shamir = secagg.shamir
+        bits = shamir.sub_secret_bits(shamir.DEFAULT_PRIME)
+        chunks = len(shamir.split_secret(bytes(self.secret_bytes)))
+        zeros = [0] * (chunks - 1)
+        top = 1 << (8 * self.secret_bytes - bits * (chunks - 1))  # first bit past the secret
+        prime, join, interpolate = shamir.DEFAULT_PRIME, shamir.join_secret, shamir.reconstruct
+        return (
+            ("join_secret(a sub-secret = 2^bits)", lambda: join([1 << bits, *zeros], 32)),
+            ("join_secret(a sub-secret = −1)", lambda: join([-1, *zeros], 32)),
+            ("join_secret(a bit past the secret)", lambda: join([*zeros, top], 32)),
+            ("reconstruct(3-D shares)", lambda: interpolate([1, 2], np.ones((2, 2, 1)))),
+            ("reconstruct(3 points, 2 rows)", lambda: interpolate([1, 2, 3], np.ones((2, 3)))),
+            ("reconstruct(a share = p)", lambda: interpolate([1, 2], [[1], [prime]])),
+        )
+
     def share(self, secret: bytes, threshold: int, num_shares: int, seed: int) -> list[Any]:
         shamir = secagg.shamir
         points = list(range(1, num_shares + 1))
@@ -1128,6 +1234,8 @@ class _OurGraph:
             ("security_bits", -1.0),
             ("security_bits", nan),
             ("security_bits", inf),
+            ("failure_log2", -200.5),  # just outside the documented [−200, 0)
+            ("security_bits", 200.5),  # just outside the documented (0, 200]
         )
         cases: list[tuple[str, Callable[[], Any]]] = [
             (f"secagg_plus_parameters({k}={v})", partial(pick, 100, **{k: v}))
@@ -1153,6 +1261,20 @@ class _OurGraph:
             )
         return tuple(cases)
 
+    def boundary_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """The picker at the ends of its documented ranges (audit 8: each must be served)."""
+        pick = secagg.graph_parameters.secagg_plus_parameters
+        ends = (
+            ("failure_log2", -200.0),
+            ("security_bits", 200.0),
+            ("dropout_rate", 0.0),
+            ("corruption_rate", 0.0),
+        )
+        cases = [
+            (f"secagg_plus_parameters({k}={v})", partial(pick, 100, **{k: v})) for k, v in ends
+        ]
+        return (*cases, ("secagg_plus_parameters(num_clients=2)", partial(pick, 2)))
+
     def parameters(
         self, num_clients: int, dropout_rate: float, corruption_rate: float
     ) -> tuple[int, int]:
@@ -1161,9 +1283,14 @@ class _OurGraph:
 
     def reported_bounds(
         self, num_clients: int, dropout_rate: float, corruption_rate: float
-    ) -> tuple[float, float]:
+    ) -> tuple[float, float, float, float]:
         chosen = self._chosen(num_clients, dropout_rate, corruption_rate)
-        return float(chosen.log2_failure), float(chosen.security_bits)
+        return (
+            float(chosen.log2_failure),
+            float(chosen.security_bits),
+            float(chosen.security_bits_secrecy),
+            float(chosen.security_bits_connectivity),
+        )
 
 
 class _OurNoisyAverage:

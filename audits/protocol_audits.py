@@ -459,7 +459,46 @@ def _restore_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]
             problem = _round_problem(sans_io, server, inputs, clients)
             if problem:
                 findings.append(f"restore ({where}): {problem}")
+            rounds += _corrupt_snapshot_checks(sans_io, clients, where, findings)
     return rounds, findings
+
+
+def _corrupt_snapshot_checks(
+    sans_io: SansIOSecureSum, clients: Mapping[int, Any], where: str, findings: list[str]
+) -> int:
+    """A client's snapshot cut short by one byte or to half, with a byte appended, or empty
+    must be refused when restored (a restart from a damaged snapshot would run with state that
+    is not what the client saved); the snapshot itself must restore. Needs the adapter's
+    ``snapshot_bytes(client)`` and ``restore_bytes(client, data)``, and tries the adapter's
+    ``damaged_snapshots(data)`` (label → bytes) too; returns the restores tried."""
+    take = getattr(sans_io, "snapshot_bytes", None)
+    load = getattr(sans_io, "restore_bytes", None)
+    if take is None or load is None:
+        return 0
+    client = clients[min(clients)]
+    data = bytes(take(client))
+    try:
+        load(client, data)
+    except Exception as error:
+        findings.append(f"restore ({where}): an intact snapshot did not restore: {error}"[:200])
+    damaged = {
+        "one byte short": data[:-1],
+        "cut to half": data[: len(data) // 2],
+        "a byte appended": data + b"\x00",
+        "empty": b"",
+        # Format-aware damage the adapter knows how to make (e.g. a length field one too big).
+        **getattr(sans_io, "damaged_snapshots", lambda _: {})(data),
+    }
+    for label, variant in damaged.items():
+        try:
+            load(client, variant)
+        except (ValueError, TypeError, sans_io.protocol_error):
+            continue
+        except Exception as error:  # a refusal, but not a clear one
+            findings.append(f"restore ({where}): a snapshot {label} failed with {error!r}"[:200])
+            continue
+        findings.append(f"restore ({where}): a snapshot {label} was accepted")
+    return 1 + len(damaged)
 
 
 def _cross_round_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]]:
@@ -1292,18 +1331,22 @@ def _log2(value: Fraction) -> float:
 
 
 def _reported_bound_errors(
-    reported: tuple[float, float], recovery: Fraction, secrecy: Fraction, disconnection: Fraction
+    reported: tuple[float, ...], recovery: Fraction, secrecy: Fraction, disconnection: Fraction
 ) -> list[str]:
-    """A picker's reported (log2 recovery failure, security bits) against the exact bounds of
-    its choice: log2 min(1, recovery) and −log2(min(1, secrecy) + min(1, disconnection))."""
+    """A picker's reported (log2 recovery failure, security bits[, secrecy bits, connectivity
+    bits]) against the exact bounds of its choice: log2 min(1, recovery),
+    −log2(min(1, secrecy) + min(1, disconnection)), −log2 min(1, secrecy) and
+    −log2 min(1, disconnection)."""
+    one = Fraction(1)
     exact = (
-        _log2(min(Fraction(1), recovery)),
-        -_log2(min(Fraction(1), secrecy) + min(Fraction(1), disconnection)),
+        _log2(min(one, recovery)),
+        -_log2(min(one, secrecy) + min(one, disconnection)),
+        -_log2(min(one, secrecy)),
+        -_log2(min(one, disconnection)),
     )
+    names = ("log2 recovery failure", "security bits", "secrecy bits", "connectivity bits")
     errors = []
-    for name, claimed, truth in zip(
-        ("log2 recovery failure", "security bits"), reported, exact, strict=True
-    ):
+    for name, claimed, truth in zip(names, reported, exact[: len(reported)], strict=False):
         if math.isinf(truth) or math.isinf(claimed):
             close = claimed == truth
         else:
@@ -1520,6 +1563,9 @@ def audit_shamir_masks_graph(
         findings.extend(threshold)
         refusals, shamir_refused = _shamir_refusals(sharing)
         findings.extend(shamir_refused)
+        tried, sharing_refused = refusal_findings(sharing)
+        findings.extend(f"Shamir: {finding}" for finding in sharing_refused)
+        refusals += tried
         details["shamir_refusals_checked"] = refusals or "n/a: fixed field"
         decodings, decoding_findings = _shamir_error_correction(
             sharing, seed, 60 if tier == "fast" else 600

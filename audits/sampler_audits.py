@@ -12,6 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from functools import partial
 from typing import Any
 
@@ -491,6 +492,31 @@ def _trace_sampler(sampler: SamplerUnderTest, size: int) -> list[str]:
     return found
 
 
+#: σ at which audit 2 reads what a sampler states it samples: both samplers' regimes (small σ,
+#: the alias table, the block regime past σ² ≈ 2^56 at σ ≈ 346 and beyond, the fast ceiling).
+_STATED_SIGMAS = (0.5, 3.0, 7.5, 346.0, 1000.0, 1e5, 3e7)
+
+
+def _stated_variance_problem(exact: bool, sigma: float, target: Any, sampled: Any) -> str | None:
+    """What a sampler states it samples: the requested σ² as its target (exactly, from the float
+    σ), and a sampled σ̃² that is the target for an exact sampler and never below it (within
+    10⁻⁹ relative above it: ours stays within 10⁻¹⁶) for one that rounds — a σ̃² below σ²
+    would be less noise than the accountant charged for."""
+    requested = Fraction(sigma) ** 2
+    if not isinstance(target, Fraction) or not isinstance(sampled, Fraction):
+        kinds = f"{type(target).__name__}, {type(sampled).__name__}"
+        return f"the stated σ² are not exact fractions ({kinds})"
+    if target != requested:
+        return f"states target σ² = {float(target):.17g}, requested {float(requested):.17g}"
+    if exact and sampled != requested:
+        return f"claims exactness but samples σ̃² = {float(sampled):.17g} ≠ σ²"
+    if sampled < requested:
+        return f"samples σ̃² = {float(sampled):.17g} below the σ² charged for"
+    if sampled > requested * (1 + Fraction(1, 10**9)):
+        return f"samples σ̃² = {float(sampled):.17g}, more than 10⁻⁹ above σ² (not 'just above')"
+    return None
+
+
 def audit_sampler_exactness(
     target: AuditTarget, *, tier: Tier = "fast", seed: int = 0
 ) -> AuditResult:
@@ -540,6 +566,14 @@ def audit_sampler_exactness(
                 findings.append(f"{sampler.name} σ={sigma}: outputs are {first.dtype}")
             if not np.array_equal(first, second):
                 findings.append(f"{sampler.name} σ={sigma}: one seed gave two different outputs")
+        stated = getattr(sampler, "stated_sigma_squared", None)
+        for sigma in _STATED_SIGMAS:
+            if stated is None:
+                break
+            checks += 1
+            problem = _stated_variance_problem(sampler.exact, sigma, *stated(sigma))
+            if problem is not None:
+                findings.append(f"{sampler.name} σ={sigma}: {problem}")
         checks += len(_TRACE_SIGMAS)
         traced[sampler.name] = _trace_sampler(sampler, trace_size)
         if sampler.exact:

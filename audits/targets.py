@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -531,9 +532,10 @@ class GraphParametersUnderTest(Protocol):
     An optional method ``at_targets(failure_log2, security_bits)`` returns the same picker for
     other targets: audit 8 then checks it at three more pairs too. An optional method
     ``reported_bounds(n, dropout_rate, corruption_rate)`` returns the
-    (log2 recovery failure, security bits) the picker reports for its choice; audit 8 checks
-    them against the exact bounds. ``invalid_parameters()``: calls that must refuse
-    (:func:`refusal_findings`).
+    (log2 recovery failure, security bits[, secrecy bits, connectivity bits]) the picker
+    reports for its choice; audit 8 checks them against the exact bounds.
+    ``invalid_parameters()``: calls that must refuse, ``boundary_parameters()``: calls that
+    must be served (:func:`refusal_findings`).
 
     Examples
     --------
@@ -772,28 +774,70 @@ def refusal_findings(offered: object) -> tuple[int, list[str]]:
     one privacy or protocol parameter out of its range: ρ, σ, δ or a sampler TV that voids the
     guarantee, a dropout rate of 1, a threshold of 0, a client id outside the wire format). Each
     must refuse with a ``ValueError`` or ``TypeError`` — not accept the value, not fail with
-    another error. Returns (calls made, findings); (0, []) when the capability lists none.
+    another error. A case may name what it must raise as a third element (an exception class:
+    that one; a ``Warning`` class: the call must issue it, with a fourth element as a phrase
+    its message contains, and may return). An optional
+    ``boundary_parameters()`` lists calls at the ends of the documented ranges, which must be
+    accepted. Returns (calls made, findings); (0, []) when the capability lists none.
 
     Examples
     --------
     >>> class Lenient:
     ...     def invalid_parameters(self):
     ...         return (("sqrt(-1)", lambda: (-1) ** 0.5), ("int('x')", lambda: int("x")))
-    >>> refusal_findings(Lenient())
-    (2, ['sqrt(-1) accepted (returned a complex)'])
+    ...     def boundary_parameters(self):
+    ...         return (("int('0')", lambda: int("0")), ("int('')", lambda: int("")))
+    >>> calls, findings = refusal_findings(Lenient())
+    >>> calls, [finding[:40] for finding in findings]
+    (4, ['sqrt(-1) accepted (returned a complex)', "int('') refused at the end of its docume"])
     """
     listed = getattr(offered, "invalid_parameters", None)
-    if listed is None:
+    edges = getattr(offered, "boundary_parameters", None)
+    if listed is None and edges is None:
         return 0, []
     findings: list[str] = []
-    cases = tuple(listed())
-    for label, call in cases:
+    cases = tuple(listed()) if listed is not None else ()
+    for label, call, *named in cases:
+        expected: tuple[type[BaseException], ...] = (ValueError, TypeError)
+        if named and issubclass(named[0], Warning):
+            findings.extend(_warning_findings(label, call, named[0], *named[1:]))
+            continue
+        if named:
+            expected = (named[0],)
         try:
             value = call()
-        except (ValueError, TypeError):
+        except expected:
             continue
         except Exception as error:  # a refusal, but not a clear one
-            findings.append(f"{label} failed with {type(error).__name__}: {error}"[:200])
+            wanted = " or ".join(kind.__name__ for kind in expected)
+            failure = f"{label} failed with {type(error).__name__}, not {wanted}: {error}"
+            findings.append(failure[:200])
             continue
         findings.append(f"{label} accepted (returned a {type(value).__name__})")
-    return len(cases), findings
+    boundary = tuple(edges()) if edges is not None else ()
+    for label, call in boundary:
+        try:
+            call()
+        except Exception as error:
+            findings.append(
+                f"{label} refused at the end of its documented range "
+                f"({type(error).__name__}: {error})"[:240]
+            )
+    return len(cases) + len(boundary), findings
+
+
+def _warning_findings(
+    label: str, call: Callable[[], Any], warning: type[Warning], saying: str = ""
+) -> list[str]:
+    """The call must issue ``warning`` whose message contains ``saying`` (whatever filters are
+    active) and must not fail."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            call()
+        except Exception as error:
+            return [f"{label} failed with {type(error).__name__}: {error}"[:200]]
+    if any(issubclass(w.category, warning) and saying in str(w.message) for w in caught):
+        return []
+    about = f" saying {saying!r}" if saying else ""
+    return [f"{label}: no {warning.__name__}{about} issued"]

@@ -4,6 +4,7 @@ error: ours refuses all of them, and a lenient or crashing validation is caught.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import pytest
@@ -15,9 +16,10 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (46, [])
-    assert refusal_findings(target.graph_parameters()) == (18, [])
-    assert refusal_findings(target.secure_sum()) == (11, [])
+    assert refusal_findings(target.accountant()) == (54, [])
+    assert refusal_findings(target.graph_parameters()) == (25, [])
+    assert refusal_findings(target.secure_sum()) == (12, [])
+    assert refusal_findings(target.secret_sharing()) == (6, [])
 
 
 def test_a_tv_of_one_accepted_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,3 +50,58 @@ def test_a_refusal_by_an_unclear_error_is_a_finding() -> None:
     # math.log(0) raises ValueError (clear); 1/0 a ZeroDivisionError (not a refusal by contract).
     assert count == 2 and len(findings) == 1 and "ZeroDivisionError" in findings[0]
     assert refusal_findings(object()) == (0, [])
+
+
+class _Listed:
+    """A capability listing one case of each kind refusal_findings knows."""
+
+    def __init__(self, **calls: Any) -> None:
+        self.calls = calls
+
+    def invalid_parameters(self) -> tuple[tuple[Any, ...], ...]:
+        return tuple(self.calls.get("invalid", ()))
+
+    def boundary_parameters(self) -> tuple[tuple[Any, ...], ...]:
+        return tuple(self.calls.get("boundary", ()))
+
+
+def _warns(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=2)
+
+
+def test_a_named_error_must_be_that_error() -> None:
+    # HeadroomError names the bits a ring needs; a plain ValueError would not.
+    typed = ("65 bits", lambda: int("x"), LookupError)
+    assert refusal_findings(_Listed(invalid=[typed]))[1] == [
+        "65 bits failed with ValueError, not LookupError: invalid literal for int() with base "
+        "10: 'x'"
+    ]
+    empty: dict[str, int] = {}
+    right: tuple[Any, ...] = ("65 bits", lambda: empty["x"], LookupError)
+    assert refusal_findings(_Listed(invalid=[right])) == (1, [])
+
+
+def test_a_named_warning_must_be_issued_with_its_phrase() -> None:
+    cases = [
+        ("silent", lambda: None, UserWarning),
+        ("other warning", lambda: _warns("t = 1"), UserWarning, "2-client"),
+        ("warned", lambda: _warns("a 2-client sum"), UserWarning, "2-client"),
+        ("fails", lambda: 1 / 0, UserWarning),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the check sees warnings whatever the filters say
+        calls, findings = refusal_findings(_Listed(invalid=cases))
+    assert calls == 4
+    assert findings == [
+        "silent: no UserWarning issued",
+        "other warning: no UserWarning saying '2-client' issued",
+        "fails failed with ZeroDivisionError: division by zero",
+    ]
+
+
+def test_a_documented_end_of_range_must_be_served() -> None:
+    calls, findings = refusal_findings(
+        _Listed(boundary=[("int('0')", lambda: int("0")), ("-200", lambda: int("-200.0"))])
+    )
+    assert calls == 2 and len(findings) == 1
+    assert findings[0].startswith("-200 refused at the end of its documented range (ValueError")

@@ -14,6 +14,7 @@ from dpquantile import (
     DistributedDiscreteGaussian,
     PrivacyBudget,
     ZCDPAccountant,
+    rho_for_epsilon,
 )
 
 
@@ -92,3 +93,39 @@ def test_a_whole_history_exports_to_googles_accountant_and_agrees() -> None:
     assert theirs == pytest.approx(ours.epsilon(1e-6), rel=0.02)
     with pytest.raises(ValueError, match="nothing"):
         ZCDPAccountant().as_event()
+
+
+def _converted(rho: float, delta: float) -> float:
+    return ZCDPAccountant().compose(ZCDP(rho)).epsilon(delta)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    epsilon=st.floats(1e-3, 50.0),
+    delta_log10=st.floats(-12.0, -2.0),
+)
+def test_rho_for_epsilon_is_the_largest_rho_within_the_target(
+    epsilon: float, delta_log10: float
+) -> None:
+    # The inverse of the accountant's own conversion: within it, and 1e-8 more is not.
+    delta = 10.0**delta_log10
+    rho = rho_for_epsilon(epsilon, delta)
+    assert rho > 0 and _converted(rho, delta) <= epsilon
+    assert _converted(rho * (1 + 1e-8), delta) > epsilon
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1e-12, 1e-10), (1e-300, 1e-10), (1e-15, 1e-12)])
+def test_rho_for_epsilon_refuses_a_target_below_the_conversions_floor(
+    epsilon: float, delta: float
+) -> None:
+    # No ρ > 0 converts to so small an ε (the accountant's ε keeps a floor ≈ 1.3e-9 at δ = 1e-10):
+    # a ValueError, not ρ = 0 and not a bisection crawling down to 0 through slow conversions.
+    assert _converted(5e-324, delta) > epsilon
+    with pytest.raises(ValueError, match="no ρ > 0 gives"):
+        rho_for_epsilon(epsilon, delta)
+
+
+def test_rho_for_epsilon_serves_any_target_where_a_tiny_rho_costs_nothing() -> None:
+    # At δ = 1e-5 a ρ small enough converts to ε = 0, so even ε = 1e-20 is served.
+    rho = rho_for_epsilon(1e-20, 1e-5)
+    assert rho > 0 and _converted(rho, 1e-5) <= 1e-20

@@ -1,0 +1,91 @@
+"""What the audits read from the public surface: a sampler's stated σ², a picker's reported
+secrecy and connectivity bits, a client's damaged snapshot — ours pass, planted defects fail."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from audits import OurTarget, Verdict, audit_sampler_exactness
+from audits.ours import _OurSampler, _OurSansIO
+from audits.protocol_audits import _corrupt_snapshot_checks, _reported_bound_errors
+from audits.sampler_audits import _stated_variance_problem
+
+
+@pytest.mark.parametrize(
+    ("exact", "target", "sampled", "words"),
+    [
+        (True, Fraction(9), Fraction(9), None),
+        (False, Fraction(9), Fraction(9) * (1 + Fraction(1, 10**12)), None),
+        (False, Fraction(9), Fraction(9) * (1 - Fraction(1, 10**12)), "below the σ² charged"),
+        (False, Fraction(9), Fraction(9) * (1 + Fraction(1, 10**7)), "more than 10⁻⁹ above"),
+        (True, Fraction(9), Fraction(9) * (1 + Fraction(1, 10**12)), "claims exactness"),
+        (False, Fraction(8), Fraction(9), "states target σ² = 8"),
+        (True, None, Fraction(9), "not exact fractions"),  # a property turned into a method
+    ],
+)
+def test_stated_variance_rules(exact: bool, target: Any, sampled: Any, words: str | None) -> None:
+    problem = _stated_variance_problem(exact, 3.0, target, sampled)
+    assert (problem is None) if words is None else (problem is not None and words in problem)
+
+
+def test_a_sampler_stating_less_variance_than_requested_fails() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Short(_OurSampler):
+        def stated_sigma_squared(self, sigma: float) -> tuple[Any, Any]:
+            target, sampled = super().stated_sigma_squared(sigma)
+            return target, sampled * Fraction(99, 100) if sigma > 100 else sampled
+
+    class Target(OurTarget):
+        def samplers(self) -> Sequence[Any]:
+            return (Short("fast", "FastDiscreteGaussian", exact=False),)
+
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+    result = audit_sampler_exactness(Target())
+    assert result.verdict is Verdict.FAIL
+    assert len(result.findings) == 4  # σ = 346, 1000, 1e5, 3e7
+    assert all("below the σ² charged" in finding for finding in result.findings)
+
+
+def test_reported_secrecy_and_connectivity_bits_are_checked_when_given() -> None:
+    recovery, secrecy, disconnection = Fraction(1, 2**30), Fraction(1, 2**50), Fraction(1, 2**45)
+    honest = (-30.0, 44.95560588, 50.0, 45.0)
+    assert _reported_bound_errors(honest, recovery, secrecy, disconnection) == []
+    assert _reported_bound_errors(honest[:2], recovery, secrecy, disconnection) == []
+    wrong_sign = (-30.0, 44.95560588, -50.0, 45.0)
+    assert _reported_bound_errors(wrong_sign, recovery, secrecy, disconnection) == [
+        "reported secrecy bits -50, exact 50"
+    ]
+
+
+class _Lenient:
+    """Our sans-IO target whose restore accepts any bytes (a parser that trusts its lengths)."""
+
+    def __init__(self) -> None:
+        self.real = _OurSansIO()
+        self.protocol_error = self.real.protocol_error
+
+    def snapshot_bytes(self, client: Any) -> bytes:
+        return self.real.snapshot_bytes(client)
+
+    def restore_bytes(self, client: Any, data: bytes) -> Any:
+        return client
+
+    def damaged_snapshots(self, data: bytes) -> dict[str, bytes]:
+        return self.real.damaged_snapshots(data)
+
+
+def test_damaged_snapshots_must_be_refused() -> None:
+    ours = _OurSansIO()
+    clients, *_ = ours.setup(n=5, degree=None, threshold=3, bits=16, dimension=3, seed=0)
+    findings: list[str] = []
+    assert _corrupt_snapshot_checks(ours, dict(clients), "ours", findings) == 6
+    assert findings == []
+    lenient = _Lenient()
+    tried = _corrupt_snapshot_checks(lenient, dict(clients), "lenient", findings)  # type: ignore[arg-type]
+    assert tried == 6 and len(findings) == 5
+    assert any("last field claims a byte more" in finding for finding in findings)
