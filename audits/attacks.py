@@ -674,10 +674,15 @@ def _garbled_unmask_round(
     *,
     bad: Sequence[int],
     gone: int,
-) -> AdversarialRound:
+    held_only: bool = False,
+) -> tuple[AdversarialRound, tuple[int, ...]]:
     """A round in which ``gone`` vanishes after its masked input (its seed must be rebuilt from
-    shares) and the ``bad`` clients answer the unmask request with well-formed garbage — every
-    share of a neighbour's seed or key, their own self-mask seed and any pairwise key random."""
+    shares) and the ``bad`` clients (none given: the lowest-numbered holders of ``gone``'s shares
+    in the round's graph, as many as Berlekamp–Welch corrects among them, ⌊(m − t)/2⌋, at most
+    two) answer the unmask request with well-formed garbage — every
+    share of a neighbour's seed or key, their own self-mask seed and any pairwise key random
+    (``held_only``: only the shares they hold; their own seed and keys honest). Returns the
+    round and the bad clients."""
     from secagg import UnmaskRequest, UnmaskResponse  # noqa: PLC0415
 
     game = AdversarialRound(
@@ -685,29 +690,35 @@ def _garbled_unmask_round(
     )
     rng = np.random.default_rng(seed)
     outgoing = run_until(game, UnmaskRequest)
+    answers = [r for m in outgoing if m.peer != gone for r in game.to_client(m)]
+    if not bad:  # the lowest-numbered holders of gone's shares, as many as decoding corrects
+        holders = sorted(
+            r.sender
+            for r in answers
+            if isinstance(r, UnmaskResponse) and any(v == gone for v, _ in r.seed_shares)
+        )
+        bad = holders[: min(2, (len(holders) - threshold) // 2)]
     replies: list[Any] = []
-    for message in outgoing:
-        if message.peer == gone:
+    for reply in answers:
+        if not (isinstance(reply, UnmaskResponse) and reply.sender in bad):
+            replies.append(reply)
             continue
-        for reply in game.to_client(message):
-            if isinstance(reply, UnmaskResponse) and reply.sender in bad:
-                replies.append(
-                    dataclasses.replace(
-                        reply,
-                        seed_shares=tuple((v, _garbage(b, rng)) for v, b in reply.seed_shares),
-                        key_shares=tuple((v, _garbage(b, rng)) for v, b in reply.key_shares),
-                        self_mask_seed=_garbage(reply.self_mask_seed, rng),
-                        pairwise_keys=tuple(
-                            (v, _garbage(b, rng)) for v, b in reply.pairwise_keys
-                        ),
-                    )
-                )
-            else:
-                replies.append(reply)
+        garbled = dataclasses.replace(
+            reply,
+            seed_shares=tuple((v, _garbage(b, rng)) for v, b in reply.seed_shares),
+            key_shares=tuple((v, _garbage(b, rng)) for v, b in reply.key_shares),
+        )
+        if not held_only:
+            garbled = dataclasses.replace(
+                garbled,
+                self_mask_seed=_garbage(reply.self_mask_seed, rng),
+                pairwise_keys=tuple((v, _garbage(b, rng)) for v, b in reply.pairwise_keys),
+            )
+        replies.append(garbled)
     outgoing = game.to_server(replies) or game.close()
     while outgoing:
         outgoing = game.step(outgoing)
-    return game
+    return game, tuple(bad)
 
 
 def _garbage_unmask_shares(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
@@ -717,12 +728,30 @@ def _garbage_unmask_shares(threat_model: str, neighbors: int | None, seed: int) 
     correctness."""
     bad = (4, 7)
     neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
-    game = _garbled_unmask_round(
+    game, _ = _garbled_unmask_round(
         inputs_for(9), 3, neighbors, threat_model, seed, bad=bad, gone=5
     )
     honest = [u for u in game.clients if u not in bad]
     return _client_outcome(
         "garbage-unmask-shares", threat_model, neighbors, game, _correct(game, honest), culprits=bad
+    )
+
+
+def _garbled_held_shares(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
+    """The lowest-numbered holders of client 5's shares — those a decoder reading the first t
+    would use — garble only the shares they hold, their own seed and keys honest, while client 5
+    is gone after its masked input (9 clients, t = 3): as many liars as Berlekamp–Welch corrects
+    among the m holders, ⌊(m − t)/2⌋ (two of the complete graph's eight, one of six in SecAgg+).
+    README: wrong shares are corrected by decoding and their holders named (beyond that bound
+    no decoder can tell liars from framed honest holders, and none is claimed). Decided by the
+    round's correctness, with every liar named."""
+    neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
+    game, bad = _garbled_unmask_round(
+        inputs_for(9), 3, neighbors, threat_model, seed, bad=(), gone=5, held_only=True
+    )
+    honest = [u for u in game.clients if u not in bad]
+    return _client_outcome(
+        "garbled-held-shares", threat_model, neighbors, game, _correct(game, honest), culprits=bad
     )
 
 
@@ -736,7 +765,7 @@ def _one_garbage_share_of_t_plus_one(
     the attack succeeds (the neighbours argument is moot: a degree-4 graph on 5 is complete)."""
     outcomes = []
     for bad in (1, 2, 3, 4):
-        game = _garbled_unmask_round(
+        game, _ = _garbled_unmask_round(
             inputs_for(5), 3, neighbors, threat_model, seed, bad=(bad,), gone=5
         )
         honest = [u for u in game.clients if u != bad]
@@ -937,6 +966,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "client",
         "two clients answer the unmask request with well-formed garbage shares and seeds",
         _garbage_unmask_shares,
+    ),
+    AttackSpec(
+        "garbled-held-shares",
+        "client",
+        "the first two holders of a dropped client's shares garble only those shares",
+        _garbled_held_shares,
     ),
     AttackSpec(
         "one-garbage-share-of-t+1",

@@ -962,6 +962,9 @@ class _OurSecureSum:
             (10, 3, 32, True, None),
             (10, 64, 48, False, 16.0),
             (10, 1000, 48, True, 16.0),
+            # The ring, not the fast sampler's σ ceiling, limits these grids.
+            (10, 1000, 20, True, 1.0),
+            (10, 64, 24, False, 1.0),
         ]
         for n, d, bits, rotate, rho in cases:
             vectors = np.random.default_rng([seed, n, d]).normal(size=(n, d))

@@ -492,6 +492,10 @@ def _trace_sampler(sampler: SamplerUnderTest, size: int) -> list[str]:
     return found
 
 
+#: σ at which audit 2 replays draws: a σ far below one grid step (all mass on 0: no overflow
+#: in the exact sampler's candidates), σ² a power of two (the fast sampler's block plan) and
+#: the ordinary table regimes.
+_REPLAY_SIGMAS = (2.0**-32, 0.5, 3.0, 64.0, 1000.0)
 #: σ at which audit 2 reads what a sampler states it samples: both samplers' regimes (small σ,
 #: the alias table, the block regime past σ² ≈ 2^56 at σ ≈ 346 and beyond, the fast ceiling).
 _STATED_SIGMAS = (0.5, 3.0, 7.5, 346.0, 1000.0, 1e5, 3e7)
@@ -558,7 +562,7 @@ def audit_sampler_exactness(
     trace_size = 200 if tier == "fast" else 2000
     traced: dict[str, list[str]] = {}
     for sampler in samplers:
-        for sigma in (0.5, 3.0, 1000.0):
+        for sigma in _REPLAY_SIGMAS:
             draw = sampler.prepare(sigma)
             first, second = np.asarray(draw(500, seed + 7)), np.asarray(draw(500, seed + 7))
             checks += 2
@@ -566,6 +570,11 @@ def audit_sampler_exactness(
                 findings.append(f"{sampler.name} σ={sigma}: outputs are {first.dtype}")
             if not np.array_equal(first, second):
                 findings.append(f"{sampler.name} σ={sigma}: one seed gave two different outputs")
+            if sigma < 2.0**-20 and np.any(first != 0):
+                findings.append(
+                    f"{sampler.name} σ={sigma:g}: drew {int(np.count_nonzero(first))} non-zero "
+                    "values, where N_ℤ(0, σ²) puts mass below 2·e^(−2^39) off 0"
+                )
         stated = getattr(sampler, "stated_sigma_squared", None)
         for sigma in _STATED_SIGMAS:
             if stated is None:

@@ -206,6 +206,7 @@ def test_a_server_that_records_no_faults_fails_the_naming_check(
         "spoofed-sender",
         "duplicate-in-open-phase",
         "garbage-unmask-shares",
+        "garbled-held-shares",
         "one-garbage-share-of-t+1",
         "malformed-escrows",
         "malformed-masked-input",
@@ -231,3 +232,22 @@ def test_a_server_that_blames_an_earlier_sums_retransmission_names_a_client_who_
     wrong = [f for f in result.findings if "who did nothing wrong" in f]
     assert len(wrong) == 4 and all("replay-from-an-earlier-sum" in f for f in wrong)
     assert all("[2]" in f for f in wrong)
+
+
+def test_a_server_that_ignores_its_decoder_fails_on_garbled_held_shares(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out mutant `if not secret and verify(secret)`: the Berlekamp–Welch result is
+    # dropped, a fallback t-subset still recovers the seed, and the liars go unnamed.
+    import secagg.server as server_module  # noqa: PLC0415
+
+    def undecodable(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("decoding skipped")
+
+    monkeypatch.setattr(server_module.shamir, "robust_reconstruct", undecodable)
+    result = audit_attacks(OurTarget())
+    assert result.verdict is Verdict.FAIL
+    failing = {f.split(": ")[1].split(" ")[0] for f in result.findings if "not named" in f}
+    assert "garbled-held-shares" in failing
+    rows = [o for o in result.details["outcomes"] if o["attack"] == "garbled-held-shares"]
+    assert len(rows) == 4 and all(o["correct"] and not o["named"] for o in rows)

@@ -89,3 +89,27 @@ def test_damaged_snapshots_must_be_refused() -> None:
     tried = _corrupt_snapshot_checks(lenient, dict(clients), "lenient", findings)  # type: ignore[arg-type]
     assert tried == 6 and len(findings) == 5
     assert any("last field claims a byte more" in finding for finding in findings)
+
+
+def test_a_sampler_drawing_off_zero_at_a_vanishing_sigma_fails() -> None:
+    # N_ℤ(0, σ²) at σ = 2^-32 is 0 but for mass e^(−2^63); a sampler whose arithmetic breaks
+    # there (the held-out mutant's int64 overflow in the exact sampler's candidates) must not
+    # pass, nor one returning noise of the wrong scale.
+    @dataclasses.dataclass(frozen=True)
+    class Jumpy(_OurSampler):
+        def prepare(self, sigma: float) -> Any:
+            real = super().prepare(sigma)
+            if sigma >= 2.0**-20:
+                return real
+            return lambda size, seed: real(size, seed) + 1
+
+    class Target(OurTarget):
+        def samplers(self) -> Sequence[Any]:
+            return (Jumpy("exact", "ExactDiscreteGaussian", exact=True),)
+
+    result = audit_sampler_exactness(Target())
+    assert result.verdict is Verdict.FAIL
+    assert [f for f in result.findings if "non-zero" in f] == [
+        "exact σ=2.32831e-10: drew 500 non-zero values, where N_ℤ(0, σ²) puts mass below "
+        "2·e^(−2^39) off 0"
+    ]
