@@ -207,6 +207,26 @@ class _OurAccountant:
         )
         return float(l1), float(l2)
 
+    @staticmethod
+    def kls21_exports() -> tuple[tuple[tuple[int, float, float, float, int], Any], ...]:
+        """DistributedDiscreteGaussian(n, σ, Δ₁, Δ₂, d).to_dp_accounting() as (ρ, ξ), for σ where
+        τ matters and for Δ = 0 (audit 4); empty without dp_accounting."""
+        cases: tuple[tuple[int, float, float, float, int], ...] = (
+            (2, 0.5, 1.0, 1.0, 1),
+            (10, 0.6, 30.0, 30.0, 64),
+            (4, 2.0, 2.0, 2.0, 4),
+            (3, 0.5, 0.0, 0.0, 8),
+        )
+        out = []
+        for n, sigma, l1, l2, d in cases:
+            event = dpquantile.DistributedDiscreteGaussian(n, sigma, l1, l2, d)
+            try:
+                exported = event.to_dp_accounting()
+            except ImportError:
+                return ()
+            out.append(((n, sigma, l1, l2, d), (float(exported.rho), float(exported.xi))))
+        return tuple(out)
+
     def sampler_tv_exports(self, tv: float) -> tuple[tuple[str, Callable[[], Any]], ...]:
         """Every export to ``dp_accounting`` of an event whose noise carries sampler TV ``tv``,
         called with its defaults (audit 4: with tv > 0 each must refuse)."""

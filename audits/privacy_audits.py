@@ -724,7 +724,33 @@ def _kls21_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict
                 f"KLS21 n={n} σ={sigma} Δ₂={l2} d={d} T={rounds} α={alpha}: claimed D_α "
                 f"{claimed:.6g} > {reference:.6g} from KLS21 Thm. 1 (not the published bound)"
             )
+    _kls21_export_checks(accountant, findings)
     return rows
+
+
+def _kls21_export_checks(accountant: Any, findings: list[str]) -> None:
+    """A distributed discrete Gaussian exported as one zCDP line (``kls21_exports()``: the
+    event's (n, σ, Δ₁, Δ₂, d) → the exported (ρ, ξ), empty without the export library) must be
+    a valid KLS21 bound — ξ + αρ ≥ Thm. 1 at every α — and the line smallest at α = 1, as
+    documented (ξ + ρ = Thm. 1's minimum there); σ = 0.5 makes τ matter, Δ = 0 is accepted."""
+    exports = getattr(accountant, "kls21_exports", None)
+    if exports is None:
+        return
+    for (n, sigma, l1, l2, d), (rho, xi) in exports():
+        where = f"KLS21 export n={n} σ={sigma} Δ₁={l1} Δ₂={l2} d={d}: (ρ, ξ) = ({rho:.6g}, "
+        where += f"{xi:.6g})"
+        bound = {
+            alpha: kls21_renyi_reference(n, sigma, l1=l1, l2=l2, dimension=d, alpha=alpha)
+            for alpha in (1.0, 1.5, 4.0, 32.0)
+        }
+        for alpha in (1.5, 4.0, 32.0):
+            if xi + alpha * rho < bound[alpha] * (1 - 1e-9) - 1e-12:
+                findings.append(f"{where} is below KLS21 Thm. 1 at α = {alpha} (understated)")
+        if xi + rho > bound[1.0] * (1 + 1e-9) + 1e-12:
+            findings.append(
+                f"{where}: ξ + ρ = {xi + rho:.6g} is not the smallest line at α = 1 "
+                f"({bound[1.0]:.6g}), as documented"
+            )
 
 
 def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0) -> AuditResult:

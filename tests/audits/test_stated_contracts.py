@@ -4,6 +4,7 @@ secrecy and connectivity bits, a client's damaged snapshot — ours pass, plante
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from audits import OurTarget, Verdict, audit_sampler_exactness
 from audits.ours import _OurSampler, _OurSansIO
+from audits.privacy_audits import _kls21_export_checks, kls21_renyi_reference
 from audits.protocol_audits import _corrupt_snapshot_checks, _reported_bound_errors
 from audits.sampler_audits import _stated_variance_problem
 
@@ -113,3 +115,32 @@ def test_a_sampler_drawing_off_zero_at_a_vanishing_sigma_fails() -> None:
         "exact σ=2.32831e-10: drew 500 non-zero values, where N_ℤ(0, σ²) puts mass below "
         "2·e^(−2^39) off 0"
     ]
+
+
+class _Exports:
+    def __init__(self, exported: Any) -> None:
+        self.exported = exported
+
+    def kls21_exports(self) -> Any:
+        return self.exported
+
+
+def test_kls21_exports_must_be_the_smallest_valid_line() -> None:
+    ours = OurTarget().accountant()
+    findings: list[str] = []
+    _kls21_export_checks(ours, findings)
+    assert findings == []
+    exported = ours.kls21_exports()  # type: ignore[union-attr]
+    if not exported:
+        pytest.skip("dp_accounting is not installed")
+    (case, (rho, xi)), *_ = exported  # n = 2, σ = 0.5: τ matters, the lines differ
+    # The held-out mutant's choice (smallest ξ/ρ): KLS21's third line, ξ = 0 and
+    # ρ = (Δ₂/(√n σ) + τ√d)²/2 ≈ 2.56 — valid at every α, looser than (1, 0.85) at α = 1.
+    tau = 10.0 * math.exp(-2.0 * math.pi**2 * 0.25 / 2.0)
+    third = 0.5 * (1.0 / (math.sqrt(2.0) * 0.5) + tau) ** 2
+    assert third > 2.5 and kls21_renyi_reference(2, 0.5, l1=1.0, l2=1.0, dimension=1, alpha=1.0) < 2
+    _kls21_export_checks(_Exports([(case, (third, 0.0))]), findings)
+    _kls21_export_checks(_Exports([(case, (rho * 0.9, xi))]), findings)
+    assert len(findings) == 4
+    assert "not the smallest line at α = 1" in findings[0]
+    assert all("below KLS21 Thm. 1" in finding for finding in findings[1:])  # α = 1.5, 4, 32
