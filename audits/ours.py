@@ -978,6 +978,7 @@ class _OurSecureSum:
             (10, 1000, 20, False, None),
             (25, 50, 40, False, None),
             (10, 1000, 20, True, None),
+            (2, 1000, 20, True, None),  # n·‖x‖·t/√B < 1: the flattened candidate's own regime
             (7, 300, 24, True, None),
             (10, 3, 32, True, None),
             (10, 64, 48, False, 16.0),

@@ -1220,7 +1220,9 @@ def audit_dropout_noise(
     n_event·Var[N_ℤ(0, σ²)]). One-sided test: each release is normalised by
     its own charge, S = Σ_r Σ x²/V_r ~ χ²_N if every variance equals its V_r (normal
     approximation to the sum of many discrete Gaussians); FAIL when P[χ²_N ≤ S] < α/m
-    (Bonferroni, family-wise α = 1e-6).
+    (Bonferroni, family-wise α = 1e-6). Aggregates that also offer :class:`ReleasePaths` are
+    released on random dropped sets through both paths (deterministic checks,
+    :func:`_release_path_checks`; ``details["release_paths"]``).
 
     Examples
     --------

@@ -980,6 +980,8 @@ def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
         (prime, (1, 2, 3), prime, f"shares of the secret {prime}, outside Z_{prime}"),
         (-1, (1, 2, 3), prime, f"shares of the secret −1, outside Z_{prime}"),
         (3, (1, 2, 3), 9, "shares over Z_9, which is not a field (no unique interpolation)"),
+        # A Carmichael number with no factor ≤ 17: a Fermat test to bases 2…17 passes it.
+        (3, (1, 2, 3), 252_601, "shares over Z_252601 = 41·61·101, which is not a field"),
     ]
     findings: list[str] = []
     # Every small prime field must work: the smallest (a range bound off by one refuses it)
@@ -998,7 +1000,7 @@ def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
             continue
         if rows is None:
             return 0, []
-        findings.append(f"Shamir over Z_{prime}: handed out {what} instead of refusing")
+        findings.append(f"Shamir over Z_{modulus}: handed out {what} instead of refusing")
     return len(cases), findings
 
 
@@ -1382,6 +1384,9 @@ def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float],
         (0.01, 0.01),
         (0.25, 0.0),
         (0.0, 0.15),
+        # Heavy corruption: the hypergeometric tails then start above 0 (draws ≥ N − K + 3),
+        # a range the milder pairs never reach.
+        (0.1, 0.5),
     )
     return sizes, rates
 

@@ -123,7 +123,8 @@ def test_restarted_clients_answer_byte_for_byte_and_rounds_stay_exact() -> None:
 
     sans_io = OurTarget().sans_io()
     assert sans_io is not None
-    assert _restore_checks(sans_io, 0) == (4, [])
+    # 4 rounds, and in each 6 restores from the snapshot, intact and damaged (5 ways).
+    assert _restore_checks(sans_io, 0) == (28, [])
 
 
 def test_a_restart_that_draws_fresh_secrets_or_cannot_restore_is_caught(
@@ -153,6 +154,8 @@ def test_a_restart_that_draws_fresh_secrets_or_cannot_restore_is_caught(
 
     monkeypatch.setattr(Client, "restore", classmethod(broken))
     _, findings = _restore_checks(sans_io, 0)
-    # The rounds go on with the clients that never crashed; each names the failed restore.
-    assert len(findings) == 4, findings
-    assert all("a snapshot did not restore, before KeyDirectory" in f for f in findings)
+    # The rounds go on with the clients that never crashed; each names the failed restore, and
+    # the intact snapshot of the damage check does not restore either.
+    assert len(findings) == 8, findings
+    assert sum("a snapshot did not restore, before KeyDirectory" in f for f in findings) == 4
+    assert sum("an intact snapshot did not restore" in f for f in findings) == 4
