@@ -10,6 +10,7 @@ import dataclasses
 import importlib
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from importlib import resources
@@ -871,13 +872,34 @@ class _OurSecureSum:
         # Served, but with the documented warning: with two clients each learns the other's
         # input from the total (README's threat model), which the caller must be told.
         pair = np.arange(6, dtype=np.int64).reshape(2, 3)
-        warned: tuple[str, Callable[[], Any], type[Warning], str] = (
-            "secure_sum of 2 clients",
-            partial(secagg.secure_sum, pair, modulus_bits=16, seed=0),
-            secagg.InsecureSettingsWarning,
-            "2-client",  # not only the t = 1 warning such a sum also gets
-        )
-        return (*cases, warned)
+        warned: list[tuple[str, Callable[[], Any], type[Warning], str]] = [
+            (
+                "secure_sum of 2 clients",
+                partial(secagg.secure_sum, pair, modulus_bits=16, seed=0),
+                secagg.InsecureSettingsWarning,
+                "2-client",  # not only the t = 1 warning such a sum also gets
+            ),
+            (
+                "secure_sum of 4 clients with t = 1",
+                partial(secagg.secure_sum, np.ones((4, 3), np.int64), modulus_bits=16, threshold=1),
+                secagg.InsecureSettingsWarning,
+                "t = 1",
+            ),
+        ]
+        return (*cases, *warned)
+
+    @staticmethod
+    def boundary_parameters() -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """A sound configuration must run without an InsecureSettingsWarning (audit 7): a
+        warning on every round would teach users to ignore it."""
+
+        def quietly() -> Any:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", secagg.InsecureSettingsWarning)
+                inputs = np.arange(15, dtype=np.int64).reshape(5, 3)
+                return secagg.secure_sum(inputs, modulus_bits=16, threshold=3, seed=0)
+
+        return (("secure_sum of 5 clients, t = 3, without a warning", quietly),)
 
     def survives_dropout(self, phase: str, seed: int) -> str | None:
         inputs = np.arange(15, dtype=np.int64).reshape(5, 3)

@@ -777,8 +777,9 @@ def refusal_findings(offered: object) -> tuple[int, list[str]]:
     another error. A case may name what it must raise as a third element (an exception class:
     that one; a ``Warning`` class: the call must issue it, with a fourth element as a phrase
     its message contains, and may return). An optional
-    ``boundary_parameters()`` lists calls at the ends of the documented ranges, which must be
-    accepted. Returns (calls made, findings); (0, []) when the capability lists none.
+    ``boundary_parameters()`` lists calls documented as valid (the ends of the documented
+    ranges, a sound configuration run with warnings as errors), which must be served. Returns
+    (calls made, findings); (0, []) when the capability lists none.
 
     Examples
     --------
@@ -789,7 +790,7 @@ def refusal_findings(offered: object) -> tuple[int, list[str]]:
     ...         return (("int('0')", lambda: int("0")), ("int('')", lambda: int("")))
     >>> calls, findings = refusal_findings(Lenient())
     >>> calls, [finding[:40] for finding in findings]
-    (4, ['sqrt(-1) accepted (returned a complex)', "int('') refused at the end of its docume"])
+    (4, ['sqrt(-1) accepted (returned a complex)', "int('') not served, though documented as"])
     """
     listed = getattr(offered, "invalid_parameters", None)
     edges = getattr(offered, "boundary_parameters", None)
@@ -820,7 +821,7 @@ def refusal_findings(offered: object) -> tuple[int, list[str]]:
             call()
         except Exception as error:
             findings.append(
-                f"{label} refused at the end of its documented range "
+                f"{label} not served, though documented as valid "
                 f"({type(error).__name__}: {error})"[:240]
             )
     return len(cases) + len(boundary), findings
