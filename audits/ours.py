@@ -1148,6 +1148,21 @@ class _OurMasks:
     seed_bytes = 32
     session_bound = True
 
+    @staticmethod
+    def invalid_parameters() -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """A pairwise mask of a client with itself must be refused (audit 8: its two masks
+        would not cancel): the same id twice, as ints built apart (beyond CPython's small-int
+        cache) and as NumPy integers."""
+        key = importlib.import_module("secagg.masks").pairwise_mask_key
+        same = [(int("300"), int("300")), (np.int64(7), np.int64(7)), (5, 5)]
+        return tuple(
+            (
+                f"pairwise_mask_key(first={a}, second={b})",
+                partial(key, bytes(32), session_id=b"s" * 32, first=a, second=b),
+            )
+            for a, b in same
+        )
+
     def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
         # The path a client runs (add_masks into its vector), not the expand_mask helper.
         masks = importlib.import_module("secagg.masks")

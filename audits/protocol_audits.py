@@ -1359,7 +1359,12 @@ def _reported_bound_errors(
 
 
 # Audit 8: the (log2 failure, security bits) pairs a retargetable picker is also checked at.
-_OTHER_TARGETS: tuple[tuple[float, float], ...] = ((-10.0, 16.0), (-40.0, 80.0), (-1.0, 1.0))
+_OTHER_TARGETS: tuple[tuple[float, float], ...] = (
+    (-10.0, 16.0),
+    (-40.0, 80.0),
+    (-1.0, 1.0),
+    (-1.0, 0.3),  # below one bit: where the degree-2 pre-screen decides alone
+)
 
 
 def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float], ...]]:
@@ -1581,8 +1586,10 @@ def audit_shamir_masks_graph(
     if masks is not None:
         count, mask_findings, mask_details = _mask_checks(masks, tier, seed)
         findings.extend(mask_findings)
-        details["masks"] = mask_details
-        samples += count
+        tried, mask_refused = refusal_findings(masks)
+        findings.extend(f"masks: {finding}" for finding in mask_refused)
+        details["masks"] = {**mask_details, "refusals_checked": tried}
+        samples += count + tried
     if secure_sum is not None:
         with quiet_library_warnings():
             count, masked_findings, masked_details = _masked_input_checks(secure_sum, tier, seed)

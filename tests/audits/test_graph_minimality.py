@@ -18,6 +18,8 @@ class _Padded:
 
     def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
         k, t = self._real.parameters(n, dropout, corruption)
+        if corruption >= 0.5:  # there t + 1 at k + 2 can miss the security target: left alone
+            return k, t
         return (k + 2, t + 1) if k + 2 < n - 1 else (k, t)
 
 
@@ -71,7 +73,8 @@ def test_the_fast_grid_reaches_both_graphs_thresholds_one_and_two_and_non_intege
     assert {r["graph"] for r in served} == {"complete", "harary"}
     # A complete graph of odd degree (n = 4), and a cell no graph can serve (n = 3, refused).
     assert any(r["graph"] == "complete" and r["k"] % 2 for r in served)
-    assert [(r["n"], r["dropout"]) for r in rows if r.get("refused")] == [(3, 0.3)]
+    refused = [(r["n"], r["dropout"], r["corruption"]) for r in rows if r.get("refused")]
+    assert refused == [(3, 0.3, 0.2), (3, 0.1, 0.5), (5, 0.1, 0.5)]
     assert {1, 2} <= {r["t"] for r in served}
     assert any((r["n"] * r["dropout"]) % 1 for r in served)
 
@@ -138,7 +141,11 @@ def test_a_picker_refusing_a_cell_the_complete_graph_serves_is_caught() -> None:
     findings = _graph_checks(_RefusesOddDegrees(), "fast")[1]
     assert findings == [
         "n=4, δ=0.3, γ=0.2: refused, but the complete graph with t=2 meets both targets "
-        "(degree must be even; got 3)"
+        "(degree must be even; got 3)",
+        "n=4, δ=0.1, γ=0.5: refused, but the complete graph with t=3 meets both targets "
+        "(degree must be even; got 3)",
+        "n=6, δ=0.1, γ=0.5: refused, but the complete graph with t=4 meets both targets "
+        "(degree must be even; got 5)",
     ]
 
 
