@@ -282,6 +282,7 @@ class _OurAccountant:
             return events.ZCDPAccountant().compose(events.ZCDP(0.1), count=3)
 
         exact = dpquantile.ExactDiscreteGaussian
+        tv_event = events.DiscreteGaussian(2.0, 1.0, sampler_tv_bound=1e-12)
 
         cases: list[tuple[str, Callable[[], Any]]] = []
         cases += [(f"ZCDP(rho={r})", partial(events.ZCDP, r)) for r in (-1.0, nan, inf)]
@@ -342,6 +343,11 @@ class _OurAccountant:
             ("PrivacyBudget(epsilon=0)", lambda: events.PrivacyBudget(0.0, 1e-5)),
             ("PrivacyBudget(delta=1)", lambda: events.PrivacyBudget(1.0, 1.0)),
             ("DiscreteGaussian(dimension=0)", gaussian(dimension=0)),
+            # ρ cannot carry a sampler TV: a ρ budget must refuse such an event, not drop the TV.
+            (
+                "PrivacyBudget(rho=1).spend(an event with sampler TV)",
+                lambda: events.PrivacyBudget(rho=1.0).spend(tv_event),
+            ),
             # Below the accountant's conversion floor (ε ≈ 1.3e-9 at δ = 1e-10 for any ρ > 0).
             ("rho_for_epsilon(1e-12, delta=1e-10)", partial(events.rho_for_epsilon, 1e-12, 1e-10)),
             # The documented ceiling σ ≤ 2^40 (dpquantile.MAX_EXACT_SIGMA), as a number: the
@@ -383,6 +389,12 @@ class _OurAccountant:
                 ),
             ),
             ("rho_for_epsilon(1e-20, 1e-5)", partial(dpquantile.rho_for_epsilon, 1e-20, 1e-5)),
+            (
+                "PrivacyBudget(epsilon=5, delta=1e-5).spend(an event with sampler TV)",
+                lambda: dpquantile.PrivacyBudget(epsilon=5.0, delta=1e-5).spend(
+                    dpquantile.DiscreteGaussian(2.0, 1.0, sampler_tv_bound=1e-12)
+                ),
+            ),
         )
 
     def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
