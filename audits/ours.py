@@ -373,6 +373,14 @@ class _OurAccountant:
                 lambda: setattr(certificate, "epsilon", 0.0),
                 AttributeError,
             ),
+            # Add/remove and replace-one guarantees do not add up (a ρ understated up to 4×).
+            (
+                "an add/remove event composed into a replace-one history",
+                lambda: events.ZCDPAccountant()
+                .compose(events.DiscreteGaussian(2.0, 1.0, neighbouring="replace_one"))
+                .compose(events.DiscreteGaussian(2.0, 1.0)),
+                events.NeighbouringMismatchError,
+            ),
         ]
         return (*cases, *typed)
 
