@@ -247,6 +247,9 @@ _STATED = {
     ("mutation_sweep_2026-12-06-heldout3.json", "heldout3-final-audits.json"): (53, 97, 100),
     ("mutation_sweep_2026-12-06-heldout4.json", None): (88, 170, 220),
     ("mutation_sweep_2026-12-06-heldout4.json", "heldout4-final-audits.json"): (98, 180, 220),
+    ("mutation_sweep_2026-12-06-heldout5.json", None): (87, 172, 203),
+    ("mutation_sweep_2026-12-06-heldout5.json", "heldout5-b01676c-audits.json"): (91, 178, 203),
+    ("mutation_sweep_2026-12-06-heldout5.json", "heldout5-final-audits.json"): (103, 193, 203),
 }
 
 
