@@ -72,9 +72,8 @@ class _OurSampler:
     def stated_sigma_squared(self, sigma: float) -> tuple[Any, Any]:
         """(target σ², sampled σ̃²) as the sampler states them (its public properties)."""
         sampler = getattr(dpquantile, self.class_name)(sigma)
-        if self.exact:
-            stated = sampler.sigma_squared
-            return stated if stated == sampler.target_sigma_squared else None, stated
+        if self.exact:  # it states σ² twice: as its target and as what it samples
+            return sampler.target_sigma_squared, sampler.sigma_squared
         return sampler.target_sigma_squared, sampler.sampled_sigma_squared
 
     def prepare(self, sigma: float) -> Draw:

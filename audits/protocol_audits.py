@@ -401,7 +401,8 @@ def _restore_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]
     same bytes (a restart must not draw fresh secrets: two different masked inputs or shares
     for one round are an equivocation the server could combine), and the round must complete
     with the exact total of all clients. Both threat models; complete and SecAgg+ graphs; n/a
-    for a target without snapshots."""
+    for a target without snapshots. After each round, :func:`_corrupt_snapshot_checks`.
+    Returns (rounds + snapshot restores tried, findings)."""
     restore = getattr(sans_io, "restore", None)
     wire = getattr(sans_io, "wire", None)
     if restore is None or wire is None:
@@ -730,7 +731,8 @@ def audit_secure_sum(
         findings.extend(cross_findings)
         with quiet_library_warnings():
             restored, restore_findings = _restore_checks(sans_io, seed)
-        details["restore_rounds"] = restored or "n/a: no snapshots"
+        # Restarted rounds plus restores of intact and damaged snapshots.
+        details["restore_checks"] = restored or "n/a: no snapshots"
         samples += restored
         findings.extend(restore_findings)
     else:
