@@ -44,7 +44,6 @@ from audits.targets import (
     SecureSumUnderTest,
 )
 from protocols.aggregation import encoding, secure_average
-from protocols.aggregation._rotation import padded_dimension, rotation_block
 
 __all__ = ["KNOWN_ANSWER_LABEL", "REFERENCE_RHO", "OurTarget"]
 
@@ -52,6 +51,26 @@ __all__ = ["KNOWN_ANSWER_LABEL", "REFERENCE_RHO", "OurTarget"]
 KNOWN_ANSWER_LABEL = b"dpquantile/known-answers"
 #: ρ of the reference configuration of audit 5: Gaussian-equivalent μ = √(2ρ) = 4.
 REFERENCE_RHO = 8.0
+
+
+def _rotation_block(dimension: int) -> int:
+    """KLS21 flattening's block B for a row of ``dimension``, from its documented rule
+    (``secure_average_notes.md`` §6): the whole row padded to one power of two when that adds at
+    most 1/16 of padding (or the row fits one block of 64), else the largest power of two ≥ 64
+    whose padding to a multiple of it stays within 1/16 — restated here, not imported.
+
+    Examples
+    --------
+    >>> _rotation_block(1024), _rotation_block(1001), _rotation_block(10_001), _rotation_block(4)
+    (1024, 1024, 2048, 4)
+    """
+    whole = 1 << max(0, (dimension - 1).bit_length())
+    if whole - dimension <= dimension / 16 or whole <= 64:
+        return whole
+    block = whole // 2
+    while block > 64 and -(-dimension // block) * block - dimension > dimension / 16:
+        block //= 2
+    return block
 
 
 # ----------------------------------------------------------------------------- samplers
@@ -347,8 +366,6 @@ class _OurAccountant:
                 "PrivacyBudget(rho=1).spend(an event with sampler TV)",
                 lambda: events.PrivacyBudget(rho=1.0).spend(tv_event),
             ),
-            # Below the accountant's conversion floor (ε ≈ 1.3e-9 at δ = 1e-10 for any ρ > 0).
-            ("rho_for_epsilon(1e-12, delta=1e-10)", partial(events.rho_for_epsilon, 1e-12, 1e-10)),
             # The documented ceiling σ ≤ 2^40 (dpquantile.MAX_EXACT_SIGMA), as a number: the
             # constant itself could be what is wrong.
             ("ExactDiscreteGaussian(sigma=1.01·2^40)", partial(exact, 1.01 * 2.0**40)),
@@ -1044,10 +1061,11 @@ class _OurSecureSum:
             assert result.quantization_step is not None
             scale = 1.0 / float(result.quantization_step)
             budget = (1 << (bits - 1)) - 1
-            wire = padded_dimension(d + 1) if rotate else d + 1
+            block = _rotation_block(d + 1)
+            wire = -(-(d + 1) // block) * block if rotate else d + 1
             tail = math.sqrt(2.0 * math.log(2.0 * wire / 2.0**-40))
             row_norm = magnitude_of_coordinates * math.sqrt(1.0 + lam**2)
-            spread = tail / math.sqrt(rotation_block(d + 1)) if rotate else 0.0
+            spread = tail / math.sqrt(block) if rotate else 0.0
 
             def bound(s: float, n: int = n, norm: float = row_norm, spread: float = spread) -> int:
                 if not spread:  # unrotated: every coordinate within B·c

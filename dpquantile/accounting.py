@@ -22,7 +22,6 @@ import dataclasses
 import functools
 import importlib
 import math
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -1840,11 +1839,6 @@ def rho_for_epsilon(epsilon: float, delta: float) -> float:
     def converted(rho: float) -> float:
         return ZCDPAccountant().compose(ZCDP(rho)).epsilon(delta)
 
-    # ε(ρ) increases with ρ: when even the smallest normal ρ converts above the target (the
-    # conversion keeps a floor, ≈ 1.3e-9 at δ = 1e-10), no ρ > 0 does — refuse now rather than
-    # bisect down to 0 through slow conversions of vanishing ρ.
-    if converted(sys.float_info.min) > epsilon:
-        raise ValueError(f"no ρ > 0 gives ε ≤ {epsilon:g} at δ = {delta:g}")
     low, high = 0.0, epsilon  # ε(ρ) > ρ for the usual δ; the loop below widens otherwise
     while converted(high) <= epsilon:
         low, high = high, 2.0 * high

@@ -16,7 +16,7 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (57, [])
+    assert refusal_findings(target.accountant()) == (56, [])
     assert refusal_findings(target.graph_parameters()) == (25, [])
     assert refusal_findings(target.secure_sum()) == (14, [])
     assert refusal_findings(target.secret_sharing()) == (6, [])

@@ -114,17 +114,6 @@ def test_rho_for_epsilon_is_the_largest_rho_within_the_target(
     assert _converted(rho * (1 + 1e-8), delta) > epsilon
 
 
-@pytest.mark.parametrize(("epsilon", "delta"), [(1e-12, 1e-10), (1e-300, 1e-10), (1e-15, 1e-12)])
-def test_rho_for_epsilon_refuses_a_target_below_the_conversions_floor(
-    epsilon: float, delta: float
-) -> None:
-    # No ρ > 0 converts to so small an ε (the accountant's ε keeps a floor ≈ 1.3e-9 at δ = 1e-10):
-    # a ValueError, not ρ = 0 and not a bisection crawling down to 0 through slow conversions.
-    assert _converted(5e-324, delta) > epsilon
-    with pytest.raises(ValueError, match="no ρ > 0 gives"):
-        rho_for_epsilon(epsilon, delta)
-
-
 def test_rho_for_epsilon_serves_any_target_where_a_tiny_rho_costs_nothing() -> None:
     # At δ = 1e-5 a ρ small enough converts to ε = 0, so even ε = 1e-20 is served.
     rho = rho_for_epsilon(1e-20, 1e-5)
