@@ -698,6 +698,8 @@ def _garbled_unmask_round(
             if isinstance(r, UnmaskResponse) and any(v == gone for v, _ in r.seed_shares)
         )
         bad = holders[: min(2, (len(holders) - threshold) // 2)]
+        if not bad:  # no liar decoding could correct: the attack would test nothing
+            raise ValueError(f"{len(holders)} holders, t = {threshold}: none correctable")
     replies: list[Any] = []
     for reply in answers:
         if not (isinstance(reply, UnmaskResponse) and reply.sender in bad):
@@ -970,7 +972,7 @@ ATTACKS: tuple[AttackSpec, ...] = (
     AttackSpec(
         "garbled-held-shares",
         "client",
-        "the first two holders of a dropped client's shares garble only those shares",
+        "a dropped client's first holders garble only its shares (as many as decoding corrects)",
         _garbled_held_shares,
     ),
     AttackSpec(
