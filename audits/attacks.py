@@ -50,6 +50,7 @@ __all__ = [
     "run_until",
     "split_views",
     "substitute_directory",
+    "unmask_rule_findings",
     "wrong_shamir_shares",
 ]
 
@@ -891,6 +892,74 @@ def _equivocating_consistency(
     return next((o for o in outcomes if o.succeeded or o.named is False), outcomes[-1])
 
 
+def _off_rule_requests(request: Any, victim: int) -> list[tuple[str, Any]]:
+    """Unmask requests to ``victim`` whose dropped list is exact but whose survivor list is not
+    what the victim approved: reversed, and one survivor other than the victim left out."""
+    survivors = request.survivors
+    others = [v for v in survivors if v != victim]
+    return [
+        ("survivors reversed", dataclasses.replace(request, survivors=survivors[::-1])),
+        (
+            f"survivor {others[-1]} left out of both lists",
+            dataclasses.replace(request, survivors=tuple(v for v in survivors if v != others[-1])),
+        ),
+    ]
+
+
+def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[str]]:
+    """Malicious mode answers an unmask request only if its lists are exactly what the client's
+    approved survivor set implies (``secagg/malicious_security.md`` §1, step 4).
+
+    In a fresh malicious-mode round per deviation, one honest client with more than t listed
+    survivors (t stays met) is sent the request with its survivor list reversed, or one other
+    survivor left out — the dropped list exact, so only the survivor comparison can refuse — and
+    must refuse (abort, no answer); the others are sent the exact request and must answer.
+
+    Parameters
+    ----------
+    neighbors
+        SecAgg+ degree, or ``None`` for the complete graph.
+    seed
+        Seed of the parties' randomness.
+
+    Returns
+    -------
+    tuple[int, list[str]]
+        Deviations tried, and one finding per deviation answered or exact request refused.
+
+    Examples
+    --------
+    >>> unmask_rule_findings(None, 0)
+    (2, [])
+    """
+    from secagg import UnmaskRequest  # noqa: PLC0415
+
+    tried, findings = 0, list[str]()
+    for index in range(2):
+        game = AdversarialRound(inputs_for(8), threshold=2, neighbors=neighbors, seed=seed)
+        requests = run_until(game, UnmaskRequest)
+        roomy = [r for r in requests if len([v for v in r.survivors if v != r.recipient]) > 2]
+        if not roomy:
+            raise RuntimeError("no client lists more than t survivors: the rule is not tested")
+        victim = roomy[0].recipient
+        for request in requests:
+            if request.recipient != victim:
+                if not game.to_client(request):
+                    findings.append(
+                        f"{_graph(neighbors)}: client {request.recipient} refused the exact "
+                        f"unmask request ({game.aborted.get(request.recipient, 'no reason')})"
+                    )
+                continue
+            what, deviated = _off_rule_requests(request, victim)[index]
+            tried += 1
+            if game.to_client(deviated):
+                findings.append(
+                    f"{_graph(neighbors)}: client {victim} answered an unmask request off the "
+                    f"set it approved ({what}, dropped list exact)"
+                )
+    return tried, findings
+
+
 @dataclass(frozen=True)
 class AttackSpec:
     """One attack: name, kind, what it tries, and its runner ``(threat_model, neighbors, seed)``
@@ -1064,6 +1133,14 @@ class OurAttackSurface:
         """Every attack of :data:`ATTACKS`."""
         return ATTACKS
 
+    def rule_findings(self, seed: int) -> tuple[int, list[str]]:
+        """The malicious mode's unmask rule on both graphs (:func:`unmask_rule_findings`)."""
+        tried, findings = 0, list[str]()
+        for neighbors in GRAPHS:
+            n, found = unmask_rule_findings(neighbors, seed)
+            tried, findings = tried + n, findings + found
+        return tried, findings
+
     def control(self, seed: int) -> bool:
         """A colluding client's input comes out of an honest round; the others' do not."""
         game = AdversarialRound(inputs_for(6), threshold=3, colluding=[2], seed=seed)
@@ -1114,6 +1191,15 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
             if outcome is not None:
                 outcomes.append(outcome)
         control = all(surface.control(s) for s in seeds)
+        # Rules a mode documents beyond "no attack succeeds" (ours: malicious-mode clients answer
+        # only the unmask lists their approved set implies).
+        rules: Callable[[int], tuple[int, list[str]]] | None
+        rules = getattr(surface, "rule_findings", None)
+        rules_tried, rule_findings = 0, list[str]()
+        for s in seeds:
+            if rules is not None:
+                tried, found = rules(s)
+                rules_tried, rule_findings = rules_tried + tried, rule_findings + found
     breaches = [o for o in outcomes if o.succeeded and surface.resists(o.threat_model, o.kind)]
     expected = [o for o in outcomes if o.succeeded and not surface.resists(o.threat_model, o.kind)]
     # A surface that says its server names misbehaving clients is held to it.
@@ -1136,21 +1222,23 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
         f"{list(o.wrongly_named)}, who did nothing wrong ({o.stopped_by or 'none recorded'})"
         for o in wrongly
     ]
+    findings += [f"malicious: {f}" for f in rule_findings]
     if not control:
         findings.insert(0, "the positive control failed: the reconstruction cannot see a colluder")
     findings += [
         f"expected in {o.threat_model} ({o.graph}): {o.attack} exposed {list(o.exposed)}"
         for o in expected
     ]
-    verdict = Verdict.PASS if control and not (breaches or unnamed or wrongly) else Verdict.FAIL
+    failed = breaches or unnamed or wrongly or rule_findings
+    verdict = Verdict.PASS if control and not failed else Verdict.FAIL
     return AuditResult(
         audit=10,
         name="attacks",
         target=target.name,
         statistic="attacks that succeeded where the mode claims to resist them (and client "
         "attacks whose culprit went unnamed or that named a client who did nothing wrong, where "
-        "the server claims to name culprits)",
-        value=len(breaches) + len(unnamed) + len(wrongly),
+        "the server claims to name culprits; and documented unmask rules broken)",
+        value=len(breaches) + len(unnamed) + len(wrongly) + len(rule_findings),
         threshold="0 (and the positive control recovers a colluder's input)",
         samples=len(outcomes),
         verdict=verdict,
@@ -1166,6 +1254,7 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
                 for o in outcomes
             ],
             "control": control,
+            "unmask_rule_deviations_tried": rules_tried,
             "inputs": {"seed": seed, "tier": tier},
         },
         seconds=time.perf_counter() - start,

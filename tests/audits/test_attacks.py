@@ -251,3 +251,39 @@ def test_a_server_that_ignores_its_decoder_fails_on_garbled_held_shares(
     assert "garbled-held-shares" in failing
     rows = [o for o in result.details["outcomes"] if o["attack"] == "garbled-held-shares"]
     assert len(rows) == 4 and all(o["correct"] and not o["named"] for o in rows)
+
+
+class _OneAttackSurface(OurAttackSurface):
+    def attacks(self) -> Sequence[AttackSpec]:
+        return ATTACKS[:1]
+
+
+def test_a_malicious_client_answering_unmask_lists_off_its_approved_set_fails_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivor (seed 5) `survivors is expected_survivors`: only the dropped list is
+    # compared, so a reordered or shortened survivor list is answered — against the documented
+    # rule (secagg/malicious_security.md §1, step 4). No attack exposes anyone through it.
+    import dataclasses  # noqa: PLC0415
+
+    from audits.attacks import unmask_rule_findings  # noqa: PLC0415
+    from secagg.client import Client  # noqa: PLC0415
+
+    assert unmask_rule_findings(4, 0) == (2, [])
+    strict = audit_attacks(_Target(_OneAttackSurface()))
+    assert strict.verdict is Verdict.PASS
+    assert strict.details["unmask_rule_deviations_tried"] == 4
+    original = Client._check_unmask_lists
+
+    def lenient(self: Any, message: Any) -> None:
+        signed = set(self._survivor_view)
+        exact = tuple(v for v in self._members if v in signed)
+        original(self, dataclasses.replace(message, survivors=exact))
+
+    monkeypatch.setattr(Client, "_check_unmask_lists", lenient)
+    tried, findings = unmask_rule_findings(None, 0)
+    assert tried == 2 and len(findings) == 2
+    assert "survivors reversed" in findings[0] and "left out of both lists" in findings[1]
+    result = audit_attacks(_Target(_OneAttackSurface()))
+    assert result.verdict is Verdict.FAIL and result.value == 4
+    assert all(f.startswith("malicious: ") for f in result.findings if "off the set" in f)
