@@ -587,7 +587,12 @@ class _SecureAverageDropout:
         step = float(result.quantization_step)
         total = np.rint(result.average * result.weight_sum / step)
         weight = round(result.weight_sum * encoding.WEIGHT_COORDINATE_SCALE * result.clip / step)
-        return PathRelease(np.array([*total, weight]), protocol_steps=None)
+        return PathRelease(
+            np.array([*total, weight]),
+            protocol_steps=None,
+            survivors=tuple(int(u) for u in result.survivors),
+            dropped=tuple(int(u) for u in result.dropped),
+        )
 
 
 class _QuantileDropout:
@@ -660,7 +665,14 @@ class _QuantileDropout:
             interpolate=True,
             reader="first",
         )
-        return PathRelease(released, len(steps), float(result.estimate), float(recomputed))
+        return PathRelease(
+            released,
+            len(steps),
+            float(result.estimate),
+            float(recomputed),
+            survivors=result.survivors,
+            dropped=result.dropped,
+        )
 
 
 # ----------------------------------------------------------------------------- protocol

@@ -1110,8 +1110,27 @@ def audit_epsilon_lower_bound(
 _PATH_TRIALS: dict[Tier, int] = {"fast": 4, "deep": 12}
 
 
+def _reported_problem(where: str, n: int, gone: Sequence[int], release: PathRelease) -> str | None:
+    """Whether a release reports who was summed and who was gone as they were (ids or counts)."""
+    summed = tuple(u for u in range(n) if u not in set(gone))
+    for label, reported, truth in (
+        ("survivors", release.survivors, summed),
+        ("dropped", release.dropped, tuple(gone)),
+    ):
+        if reported is None:
+            continue
+        if isinstance(reported, tuple):
+            wrong = tuple(sorted(reported)) != truth
+        else:  # a count: an integer, not a ratio that happens to compare equal
+            integral = isinstance(reported, int | np.integer) and not isinstance(reported, bool)
+            wrong = not integral or reported != len(truth)
+        if wrong:
+            return f"{where}: reports {label} {reported!r}; they were {list(truth)}"
+    return None
+
+
 def _path_problem(
-    name: str, gone: Sequence[int], simulated: PathRelease, secure: PathRelease
+    name: str, gone: Sequence[int], simulated: PathRelease, secure: PathRelease, n: int
 ) -> str | None:
     """What is wrong with one pair of releases (same seed, same dropouts), or ``None``."""
     where = f"{name}, dropped {list(gone)}"
@@ -1126,6 +1145,9 @@ def _path_problem(
     if simulated.protocol_steps:
         return f"{where}: the simulated release reported secure-sum protocol steps"
     for path, release in (("simulated", simulated), ("secure", secure)):
+        reported = _reported_problem(f"{where} ({path})", n, gone, release)
+        if reported is not None:
+            return reported
         if release.recomputed is None or release.estimate is None:
             continue
         if not math.isclose(release.estimate, release.recomputed, rel_tol=1e-12, abs_tol=1e-12):
@@ -1142,7 +1164,8 @@ def _release_path_checks(
 ) -> list[dict[str, Any]]:
     """Each aggregate offering :class:`ReleasePaths`, on random dropped sets: the secure and the
     simulated path release the same vector (both documented as the identical release); the
-    secure path runs the protocol; a reported statistic is post-processing of the release; and
+    secure path runs the protocol; who was summed and who was gone are reported as they were;
+    a reported statistic is post-processing of the release; and
     where a shortfall refusal is asked for, any dropout is refused on both paths and a full
     round is released unchanged."""
     rows: list[dict[str, Any]] = []
@@ -1164,7 +1187,7 @@ def _release_path_checks(
                 )
                 for secure in (False, True)
             }
-            problem = _path_problem(aggregate.name, gone, plain[False], plain[True])
+            problem = _path_problem(aggregate.name, gone, plain[False], plain[True], n)
             if problem is None and refusing:
                 problem = _shortfall_problem(aggregate, gone, release_seed, plain)
             if problem is not None:

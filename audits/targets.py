@@ -239,13 +239,17 @@ class PathRelease:
     protocol's progress reports seen during the release (0: it never ran; ``None``: not
     observable); ``estimate``: the statistic the aggregate reported, and ``recomputed``: the
     same statistic recomputed by the adapter from ``released`` alone with the implementation's
-    public post-processing (``None``: not offered).
+    public post-processing (``None``: not offered). ``survivors`` and ``dropped``: who the
+    aggregate reports as summed and as gone — client ids, or counts where it reports only
+    counts (``None``: not reported).
     """
 
     released: NDArray[np.float64]
     protocol_steps: int | None
     estimate: float | None = None
     recomputed: float | None = None
+    survivors: tuple[int, ...] | int | None = None
+    dropped: tuple[int, ...] | int | None = None
 
 
 @runtime_checkable

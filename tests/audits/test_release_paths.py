@@ -60,12 +60,18 @@ class _Planted(_QuantileDropout):
             released = real.released.copy()
             released[-1] += 1
             return dataclasses.replace(real, released=released)
+        if self.defect == "dropped as a ratio":
+            # The held-out survivor (seed 5) `dropped=n / survivors`: a float that is 1.0 when
+            # nobody dropped.
+            assert isinstance(real.survivors, int)
+            return dataclasses.replace(real, dropped=self.num_clients / real.survivors)
         return real
 
 
 @pytest.mark.parametrize(
     ("defect", "words"),
     [
+        ("dropped as a ratio", "reports dropped"),
         ("inverted refusal", "refuse"),
         ("skips the protocol", "never ran the secure-sum protocol"),
         ("estimate from shifted counts", "post-processing"),
@@ -83,6 +89,22 @@ def test_each_planted_path_defect_fails(defect: str, words: str) -> None:
     rows = {row["aggregate"]: row for row in result.details["release_paths"]}
     assert rows["secure average"]["problems"] == 0
     assert rows["DP quantile"]["problems"] >= 1
+
+
+def test_who_was_summed_and_who_was_gone_are_reported_as_they_were() -> None:
+    from audits.privacy_audits import _reported_problem  # noqa: PLC0415
+
+    quantile = _QuantileDropout().release([2, 7], 1, secure=False, refuse_shortfall=False)
+    average = _SecureAverageDropout().release([2, 7], 1, secure=False, refuse_shortfall=False)
+    assert (quantile.survivors, quantile.dropped) == (8, 2)
+    assert average.dropped == (2, 7) and average.survivors == (0, 1, 3, 4, 5, 6, 8, 9)
+    for release in (quantile, average):
+        assert _reported_problem("x", 10, [2, 7], release) is None
+        assert "reports survivors" in str(_reported_problem("x", 10, [2], release))
+    ratio = dataclasses.replace(quantile, dropped=1.25)
+    assert "reports dropped 1.25" in str(_reported_problem("x", 10, [2, 7], ratio))
+    ids_off = dataclasses.replace(average, dropped=(2, 8))
+    assert "reports dropped (2, 8)" in str(_reported_problem("x", 10, [2, 7], ids_off))
 
 
 def test_an_aggregate_without_paths_is_left_to_the_variance_test() -> None:
