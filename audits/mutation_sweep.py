@@ -717,9 +717,14 @@ def _markdown(summary: dict[str, Any], triage: _TriageTable) -> str:
         "# Generated mutants against the fast audit suite",
         "",
         f"cosmic-ray generated {summary['generated']} mutants of the privacy-critical modules; a "
-        f"uniform sample of {summary['sample']} (seed {summary['seed']}; the first "
-        f"{summary['sample']} of {summary['planned']} drawn) ran against "
-        "`python -m audits` (fast tier).",
+        f"uniform sample of {summary['sample']} (seed {summary['seed']}; "
+        + (
+            # A sample assembled from several processes says which positions it holds.
+            f"as run: {summary['note']}"
+            if summary.get("note")
+            else f"the first {summary['sample']} of {summary['planned']} drawn"
+        )
+        + ") ran against `python -m audits` (fast tier).",
         "",
         f"- killed among the mutants the audits execute: **{killed}/{reached}** "
         f"(95 % CI {100 * low:.1f}–{100 * high:.1f} %)",

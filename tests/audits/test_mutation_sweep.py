@@ -174,6 +174,12 @@ def test_report_rescores_an_earlier_sweep_without_running_it(tmp_path: Path) -> 
     assert written["score"]["by_verdict"][:2] == [1, 2]
     assert "not triaged" in (out / "mutation_sweep.md").read_text()
     assert main(["--report", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+    # A sample assembled from several processes is described by its note, not as a prefix.
+    earlier["note"] = "positions 0-9 and 20-29 of the seeded order"
+    sweep.write_text(json.dumps(earlier))
+    assert main(["--report", str(sweep), "--out", str(out)]) == 0
+    text = (out / "mutation_sweep.md").read_text()
+    assert "as run: positions 0-9 and 20-29" in text and "the first 2 of" not in text
 
 
 @needs_cosmic_ray
