@@ -609,12 +609,18 @@ def _round_checks(secure_sum: SecureSumUnderTest, seed: int, rounds: int) -> lis
     return findings
 
 
+#: Sums in audit 7's long session: past 8, where the 32·T bytes of a T-sum session's seed
+#: commitments leave CPython's small-integer cache (an identity comparison held for T ≤ 8 only).
+_LONG_SESSION = 12
+
+
 def _session_checks(secure_sum: SecureSumUnderTest, seed: int, sessions: int) -> list[str]:
     """Sessions (one key setup, several sums) whose sums differ in width — as the geometric
     median's and RFA's do — with a random member dropping before its masked input in some
     sums: every sum must return the exact total of its survivors, and the survivors must be
     the members minus the dropped (a dropped client stays out of later sums). Threat model,
-    graph, modulus, n and widths drawn at random; n/a for a target without sessions."""
+    graph, modulus, n and widths drawn at random, one malicious-mode session of
+    :data:`_LONG_SESSION` sums; n/a for a target without sessions."""
     run_session = getattr(secure_sum, "run_session", None)
     if run_session is None:
         return []
@@ -623,10 +629,12 @@ def _session_checks(secure_sum: SecureSumUnderTest, seed: int, sessions: int) ->
     for s in range(sessions):
         n = int(rng.integers(5, 9))
         sums = int(rng.integers(2, 5))
+        if s == 1:  # one malicious-mode session as long as a trainer's (tens of rounds), so
+            sums = _LONG_SESSION  # per-sum counters and lengths pass small-integer ranges
         bits = int(rng.choice([8, 16, 32]))
         threat_model = ("semi-honest", "malicious")[s % 2]
         neighbors = None if rng.random() < 0.5 else 4
-        widths = [int(w) for w in rng.choice(np.arange(1, 9), size=sums, replace=False)]
+        widths = [int(w) for w in rng.choice(np.arange(1, 9), size=sums, replace=sums > 8)]
         if s == 0:  # one later sum of width 1 in every run (a scalar: the geometric median's)
             widths = [*[w for w in widths if w != 1][: sums - 1], 1]
         inputs = [rng.integers(0, 2**bits, size=(n, w), dtype=np.int64) for w in widths]

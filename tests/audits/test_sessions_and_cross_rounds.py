@@ -68,6 +68,35 @@ def test_a_client_that_refuses_a_later_sums_width_is_caught(
     assert findings and all("only the configured width" in f for f in findings), findings
 
 
+def test_one_session_is_as_long_as_a_trainers_and_one_that_halts_past_eight_sums_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The seed-6 survivor `len(seed_commitment) is not 32 * iterations`: an identity comparison
+    # that holds while 32·T is a cached small int (T ≤ 8 sums) and refuses every longer session.
+    from secagg.server import Server  # noqa: PLC0415
+
+    lengths: list[int] = []
+    secure_sum = OurTarget().secure_sum()
+    real_session = secure_sum.run_session
+
+    def recorded(inputs: Any, **kwargs: Any) -> Any:
+        lengths.append(len(inputs))
+        return real_session(inputs, **kwargs)
+
+    monkeypatch.setattr(secure_sum, "run_session", recorded)
+    assert _session_checks(secure_sum, 0, 4) == [] and max(lengths) == 12
+    real = Server.receive
+
+    def short_sessions_only(self: Any, message: Any, **kwargs: Any) -> Any:
+        if self.config.iterations > 8:
+            raise self._fault("seed commitments of the wrong length", message.peer)
+        return real(self, message, **kwargs)
+
+    monkeypatch.setattr(Server, "receive", short_sessions_only)
+    findings = _session_checks(OurTarget().secure_sum(), 0, 4)
+    assert len(findings) == 1 and "session 1 (malicious" in findings[0], findings
+
+
 def test_a_target_without_sessions_is_not_asked() -> None:
     class RoundsOnly:
         pass
