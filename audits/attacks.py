@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -493,6 +494,91 @@ def _drop_claimed_in_later_sum(
         neighbors,
         game,
         exposed=_exposed(game),
+    )
+
+
+def _replayed_iteration_request(
+    threat_model: str, neighbors: int | None, seed: int
+) -> AttackOutcome:
+    from secagg import (  # noqa: PLC0415
+        IterationRequest,
+        MaskedInput,
+        ProtocolError,
+        UnmaskResponse,
+    )
+    from secagg.masks import add_masks, self_mask_key  # noqa: PLC0415
+
+    victim = 3
+    # Sum 2 carries a public quantity (every client sends the same count, as a sum of example
+    # counts would), so the server knows the victim's sum-2 input; sums 1 and 3 are private.
+    inputs = _session_inputs(7, 3)
+    inputs.update({(2, u): [1, 1, 1] for u in range(1, 8)})
+    game = AdversarialRound(
+        inputs,
+        threshold=2,
+        neighbors=neighbors,
+        iterations=3,
+        seed=seed,
+        threat_model=threat_model,
+    )
+    game.run()
+    game.run_next(b"two")
+    old = next(
+        m for m in game.view.sent if isinstance(m, IterationRequest) and m.recipient == victim
+    )
+    before = next(
+        m
+        for m in game.view.received
+        if isinstance(m, MaskedInput) and m.sender == victim and m.iteration == 2
+    )
+    # Sum 3 begins; the victim is sent sum 2's request again, byte for byte. A client that takes
+    # it masks its sum-3 input under sum 2's masks: the difference of the two masked inputs is
+    # the difference of its inputs.
+    game.server.begin_iteration(b"three")
+    client = game.clients[victim]
+    client.set_input(game.input_of(3, victim))
+    game.view.sent.append(old)
+    try:
+        replies = client.receive(old)
+    except ProtocolError as error:
+        game.aborted[victim] = str(error)
+        replies = []
+    game.view.received.extend(replies)
+    again = next((m for m in replies if isinstance(m, MaskedInput)), None)
+    isolated: list[int] = []
+    revealed = [
+        m.self_mask_seed
+        for m in game.view.received
+        if isinstance(m, UnmaskResponse) and m.sender == victim and m.iteration == 2
+    ]
+    if again is not None and revealed:
+        # Same pairwise masks; the self mask is sum 2's seed (revealed in its unmask) or, if the
+        # client spent it, the all-zero seed: undo whichever, then subtract the old masked input.
+        ring = game.config.ring
+        key = functools.partial(
+            self_mask_key,
+            session_id=before.session_id,
+            owner=victim,
+            vector_name=game.config.vector_name,
+            iteration=2,
+        )
+        for used in {revealed[0], bytes(len(revealed[0]))}:
+            unmasked = again.vector.copy()
+            add_masks(unmasked, ring, add=[key(revealed[0])], subtract=[key(used)])
+            ring.normalize(unmasked)
+            difference = np.asarray(unmasked, dtype=np.int64) - np.asarray(
+                before.vector, dtype=np.int64
+            )
+            guess = np.mod(difference + game.input_of(2, victim), ring.modulus)  # int64 holds it
+            if np.array_equal(guess, np.mod(game.input_of(3, victim), ring.modulus)):
+                isolated = [victim]
+    return _outcome(
+        "iteration-request-replayed",
+        "server",
+        threat_model,
+        neighbors,
+        game,
+        exposed=sorted({*isolated, *_exposed(game)}),
     )
 
 
@@ -1001,6 +1087,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "server",
         "in a session's second sum, the victim is claimed dropped to its neighbours",
         _drop_claimed_in_later_sum,
+    ),
+    AttackSpec(
+        "iteration-request-replayed",
+        "server",
+        "the victim is sent an earlier sum's request again (its next input, that sum's masks)",
+        _replayed_iteration_request,
     ),
     AttackSpec(
         "iterate-shown-to-one-client",

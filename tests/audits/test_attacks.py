@@ -287,3 +287,29 @@ def test_a_malicious_client_answering_unmask_lists_off_its_approved_set_fails_th
     result = audit_attacks(_Target(_OneAttackSurface()))
     assert result.verdict is Verdict.FAIL and result.value == 4
     assert all(f.startswith("malicious: ") for f in result.findings if "off the set" in f)
+
+
+def test_a_client_that_takes_an_earlier_sums_request_again_exposes_its_next_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The seed-6 survivor `message.iteration > self._iteration + 1`: a replayed request for the
+    # sum just finished is taken, the next input masked under that sum's masks, and the server
+    # — knowing the sum-2 input and the revealed sum-2 seed — recovers the sum-3 input.
+    import secagg.client as client_module  # noqa: PLC0415
+    from audits.attacks import _replayed_iteration_request  # noqa: PLC0415
+
+    for threat_model in ("semi-honest", "malicious"):
+        outcome = _replayed_iteration_request(threat_model, None, 0)
+        assert not outcome.exposed and "sum 2 requested after sum 2" in outcome.stopped_by
+    key = (client_module.ClientState.AWAITING_ITERATION, client_module.IterationRequest)
+    real = client_module._TRANSITIONS[key]
+
+    def any_later_or_earlier(self: Any, message: Any) -> Any:
+        self._iteration = message.iteration - 1  # as if the check were `>` instead of `!=`
+        return real(self, message)
+
+    monkeypatch.setitem(client_module._TRANSITIONS, key, any_later_or_earlier)
+    for threat_model in ("semi-honest", "malicious"):
+        for neighbors in (None, 4):
+            outcome = _replayed_iteration_request(threat_model, neighbors, 0)
+            assert outcome.exposed == (3,), outcome
