@@ -26,7 +26,7 @@ import dataclasses
 import functools
 import itertools
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -979,17 +979,40 @@ def _equivocating_consistency(
 
 
 def _off_rule_requests(request: Any, victim: int) -> list[tuple[str, Any]]:
-    """Unmask requests to ``victim`` whose dropped list is exact but whose survivor list is not
-    what the victim approved: reversed, and one survivor other than the victim left out."""
+    """Unmask requests to ``victim`` off the lists it approved, each list changed alone: its
+    survivors reversed, one survivor other than the victim left out (dropped list exact), one
+    dropped neighbour left out (survivor list exact; needs one)."""
     survivors = request.survivors
     others = [v for v in survivors if v != victim]
-    return [
+    off = [
         ("survivors reversed", dataclasses.replace(request, survivors=survivors[::-1])),
         (
-            f"survivor {others[-1]} left out of both lists",
+            f"survivor {others[-1]} left out of both lists, dropped list exact",
             dataclasses.replace(request, survivors=tuple(v for v in survivors if v != others[-1])),
         ),
     ]
+    if request.dropped:
+        off.append(
+            (
+                f"dropped neighbour {request.dropped[-1]} left out of both lists, survivor list "
+                "exact",
+                dataclasses.replace(request, dropped=request.dropped[:-1]),
+            )
+        )
+    return off
+
+
+def _requests_to_unmask(game: AdversarialRound, silent: Mapping[str, Iterable[int]]) -> list[Any]:
+    """Run the round honestly (``silent``: phase name → clients that vanish) until the
+    server's unmask requests."""
+    from secagg import UnmaskRequest  # noqa: PLC0415
+
+    outgoing = game.to_server(game.start()) or game.close()
+    for phase in game.config.phases[1:]:
+        if not outgoing or isinstance(outgoing[0], UnmaskRequest):
+            break
+        outgoing = game.step(outgoing, silent=silent.get(phase.value, ()))
+    return outgoing
 
 
 def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[str]]:
@@ -997,9 +1020,10 @@ def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[st
     approved survivor set implies (``secagg/malicious_security.md`` §1, step 4).
 
     In a fresh malicious-mode round per deviation, one honest client with more than t listed
-    survivors (t stays met) is sent the request with its survivor list reversed, or one other
-    survivor left out — the dropped list exact, so only the survivor comparison can refuse — and
-    must refuse (abort, no answer); the others are sent the exact request and must answer.
+    survivors (t stays met) is sent the request with one list changed and the other exact — its
+    survivor list reversed, or one other survivor left out, or (client 8 gone before its masked
+    input) one dropped neighbour left out — and must refuse (abort, no answer); the others are
+    sent the exact request and must answer.
 
     Parameters
     ----------
@@ -1016,15 +1040,18 @@ def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[st
     Examples
     --------
     >>> unmask_rule_findings(None, 0)
-    (2, [])
+    (3, [])
     """
-    from secagg import UnmaskRequest  # noqa: PLC0415
-
     tried, findings = 0, list[str]()
-    for index in range(2):
+    for index in range(3):
         game = AdversarialRound(inputs_for(8), threshold=2, neighbors=neighbors, seed=seed)
-        requests = run_until(game, UnmaskRequest)
-        roomy = [r for r in requests if len([v for v in r.survivors if v != r.recipient]) > 2]
+        gone = [8] if index == 2 else []
+        requests = _requests_to_unmask(game, {"masked_input": gone})
+        roomy = [
+            r
+            for r in requests
+            if len([v for v in r.survivors if v != r.recipient]) > 2 and set(gone) <= set(r.dropped)
+        ]
         if not roomy:
             raise RuntimeError("no client lists more than t survivors: the rule is not tested")
         victim = roomy[0].recipient
@@ -1041,7 +1068,7 @@ def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[st
             if game.to_client(deviated):
                 findings.append(
                     f"{_graph(neighbors)}: client {victim} answered an unmask request off the "
-                    f"set it approved ({what}, dropped list exact)"
+                    f"set it approved ({what})"
                 )
     return tried, findings
 

@@ -1042,26 +1042,31 @@ class _OurSecureSum:
         10⁻⁹ finer breaks the rule); with noise the rule plus the noise tail ⌈t·σ·√n⌉ must
         hold. ``None``: it does."""
         lam = encoding.WEIGHT_COORDINATE_SCALE
-        magnitude_of_coordinates = 1.0  # B·c: the vector's and (λ ≤ 1) the weight's coordinates
         cases = [
-            (10, 3, 32, False, None),
-            (10, 1000, 20, False, None),
-            (25, 50, 40, False, None),
-            (10, 1000, 20, True, None),
-            (2, 1000, 20, True, None),  # n·‖x‖·t/√B < 1: the flattened candidate's own regime
-            (7, 300, 24, True, None),
-            (10, 3, 32, True, None),
-            (10, 64, 48, False, 16.0),
-            (10, 1000, 48, True, 16.0),
+            (10, 3, 32, False, None, 1.0),
+            (10, 1000, 20, False, None, 1.0),
+            (25, 50, 40, False, None, 1.0),
+            (10, 1000, 20, True, None, 1.0),
+            (2, 1000, 20, True, None, 1.0),  # n·‖x‖·t/√B < 1: the flattened candidate's regime
+            (7, 300, 24, True, None, 1.0),
+            (10, 3, 32, True, None, 1.0),
+            (10, 64, 48, False, 16.0, 1.0),
+            (10, 1000, 48, True, 16.0, 1.0),
             # The ring, not the fast sampler's σ ceiling, limits these grids.
-            (10, 1000, 20, True, 1.0),
-            (10, 64, 24, False, 1.0),
+            (10, 1000, 20, True, 1.0, 1.0),
+            (10, 64, 24, False, 1.0, 1.0),
+            # Clip norms other than 1, where c and c² (or c^anything) part.
+            (10, 1000, 32, True, None, 0.5),
+            (10, 1000, 32, True, None, 25.0),
+            (10, 64, 24, False, None, 0.5),
+            (7, 300, 40, True, None, 25.0),
         ]
-        for n, d, bits, rotate, rho in cases:
+        for n, d, bits, rotate, rho, clip in cases:
+            magnitude_of_coordinates = clip  # B·c (B = 1): the vector's and the weight's
             vectors = np.random.default_rng([seed, n, d]).normal(size=(n, d))
-            vectors /= 2.0 * np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors *= clip / (2.0 * np.linalg.norm(vectors, axis=1, keepdims=True))
             settings = secure_average.AverageSettings(
-                clip=1.0,
+                clip=clip,
                 bits=bits,
                 rotate=rotate,
                 quantize=True,
@@ -1079,9 +1084,15 @@ class _OurSecureSum:
             row_norm = magnitude_of_coordinates * math.sqrt(1.0 + lam**2)
             spread = tail / math.sqrt(block) if rotate else 0.0
 
-            def bound(s: float, n: int = n, norm: float = row_norm, spread: float = spread) -> int:
+            def bound(
+                s: float,
+                n: int = n,
+                norm: float = row_norm,
+                spread: float = spread,
+                magnitude: float = magnitude_of_coordinates,
+            ) -> int:
                 if not spread:  # unrotated: every coordinate within B·c
-                    return n * math.ceil(magnitude_of_coordinates * s)
+                    return n * math.ceil(magnitude * s)
                 return min(n * math.ceil(norm * s), math.ceil(n * norm * s * spread) + n)
 
             noise = 0
@@ -1090,6 +1101,7 @@ class _OurSecureSum:
             where = (
                 f"secure_weighted_average, n = {n}, d = {d}, {bits}-bit ring, rotate={rotate}"
                 + ("" if rho is None else f", noise ρ = {rho:g}")
+                + ("" if clip == 1.0 else f", clip {clip:g}")
             )
             if bound(scale) + noise > budget:
                 return (
@@ -1238,6 +1250,8 @@ class _OurShamir:
         prime, join, interpolate = shamir.DEFAULT_PRIME, shamir.join_secret, shamir.reconstruct
         return (
             ("join_secret(a sub-secret = 2^bits)", lambda: join([1 << bits, *zeros], 32)),
+            ("join_secret(a sub-secret = 2^bits + 1)", lambda: join([(1 << bits) + 1, *zeros], 32)),
+            ("join_secret(a sub-secret = p − 1)", lambda: join([prime - 1, *zeros], 32)),
             ("join_secret(a sub-secret = −1)", lambda: join([-1, *zeros], 32)),
             ("join_secret(a bit past the secret)", lambda: join([*zeros, top], 32)),
             ("reconstruct(3-D shares)", lambda: interpolate([1, 2], np.ones((2, 2, 1)))),

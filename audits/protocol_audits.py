@@ -1402,6 +1402,10 @@ def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float],
         # Heavy corruption: the hypergeometric tails then start above 0 (draws ≥ N − K + 3),
         # a range the milder pairs never reach.
         (0.1, 0.5),
+        # Near the top of the documented [0, 1): supports starting far above 0 (an off-by-some
+        # lower end of the tail sum inflated tails there, or indexed past its table).
+        (0.0, 0.7),
+        (0.05, 0.8),
     )
     return sizes, rates
 
@@ -1427,6 +1431,13 @@ def _graph_checks(
                         f"n={n}, δ={dropout}, γ={corruption}: refused, but the complete graph "
                         f"with t={c + 1} meets both targets ({error})"[:300]
                     )
+                continue
+            except Exception as error:  # a refusal is documented as ValueError; anything else
+                rows.append({"n": n, "dropout": dropout, "corruption": corruption, "raised": True})
+                findings.append(
+                    f"n={n}, δ={dropout}, γ={corruption}: raised {type(error).__name__} "
+                    f"({error}); a refusal is a ValueError"[:300]
+                )
                 continue
             row: dict[str, Any] = {
                 "n": n,

@@ -269,10 +269,10 @@ def test_a_malicious_client_answering_unmask_lists_off_its_approved_set_fails_th
     from audits.attacks import unmask_rule_findings  # noqa: PLC0415
     from secagg.client import Client  # noqa: PLC0415
 
-    assert unmask_rule_findings(4, 0) == (2, [])
+    assert unmask_rule_findings(4, 0) == (3, [])
     strict = audit_attacks(_Target(_OneAttackSurface()))
     assert strict.verdict is Verdict.PASS
-    assert strict.details["unmask_rule_deviations_tried"] == 4
+    assert strict.details["unmask_rule_deviations_tried"] == 6
     original = Client._check_unmask_lists
 
     def lenient(self: Any, message: Any) -> None:
@@ -282,8 +282,8 @@ def test_a_malicious_client_answering_unmask_lists_off_its_approved_set_fails_th
 
     monkeypatch.setattr(Client, "_check_unmask_lists", lenient)
     tried, findings = unmask_rule_findings(None, 0)
-    assert tried == 2 and len(findings) == 2
-    assert "survivors reversed" in findings[0] and "left out of both lists" in findings[1]
+    assert tried == 3 and len(findings) == 2  # the dropped list is still compared
+    assert "survivors reversed" in findings[0] and "survivor 8 left out" in findings[1]
     result = audit_attacks(_Target(_OneAttackSurface()))
     assert result.verdict is Verdict.FAIL and result.value == 4
     assert all(f.startswith("malicious: ") for f in result.findings if "off the set" in f)
@@ -313,3 +313,28 @@ def test_a_client_that_takes_an_earlier_sums_request_again_exposes_its_next_inpu
         for neighbors in (None, 4):
             outcome = _replayed_iteration_request(threat_model, neighbors, 0)
             assert outcome.exposed == (3,), outcome
+
+
+def test_a_malicious_client_comparing_the_dropped_list_by_order_fails_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The seed-6 survivor `dropped > expected_dropped`: a dropped list with a neighbour left out
+    # sorts below the exact one and is answered.
+    import dataclasses  # noqa: PLC0415
+
+    from audits.attacks import unmask_rule_findings  # noqa: PLC0415
+    from secagg.client import Client  # noqa: PLC0415
+
+    original = Client._check_unmask_lists
+
+    def prefix_ok(self: Any, message: Any) -> None:
+        signed = set(self._survivor_view)
+        exact = tuple(v for v in self._members if v not in signed)
+        if exact[: len(message.dropped)] == message.dropped:
+            message = dataclasses.replace(message, dropped=exact)
+        original(self, message)
+
+    monkeypatch.setattr(Client, "_check_unmask_lists", prefix_ok)
+    for neighbors in (None, 4):
+        tried, findings = unmask_rule_findings(neighbors, 0)
+        assert tried == 3 and len(findings) == 1 and "dropped neighbour 8" in findings[0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from audits.ours import OurTarget
-from audits.protocol_audits import _graph_checks
+from audits.protocol_audits import _count, _graph_checks
 
 
 class _Padded:
@@ -74,7 +74,14 @@ def test_the_fast_grid_reaches_both_graphs_thresholds_one_and_two_and_non_intege
     # A complete graph of odd degree (n = 4), and a cell no graph can serve (n = 3, refused).
     assert any(r["graph"] == "complete" and r["k"] % 2 for r in served)
     refused = [(r["n"], r["dropout"], r["corruption"]) for r in rows if r.get("refused")]
-    assert refused == [(3, 0.3, 0.2), (3, 0.1, 0.5), (5, 0.1, 0.5)]
+    assert refused[:3] == [(3, 0.3, 0.2), (3, 0.1, 0.5), (3, 0.0, 0.7)]
+    assert len(refused) == 12 and not any(r.get("raised") for r in rows)
+    # Cells near the top of [0, 1) are served where some graph can be: their hypergeometric
+    # supports start far above 0 (k − (n − 1 − c) ≥ 3 draws must be corrupt).
+    heavy = [r for r in served if r["corruption"] >= 0.7]
+    assert heavy and any(
+        r["k"] - (r["n"] - 1 - _count(r["n"], r["corruption"])) >= 3 for r in heavy
+    )
     assert {1, 2} <= {r["t"] for r in served}
     assert any((r["n"] * r["dropout"]) % 1 for r in served)
 
@@ -175,3 +182,19 @@ def test_a_picker_that_ignores_its_targets_is_caught_at_the_other_targets() -> N
     assert (-40.0, 80.0) in _OTHER_TARGETS
     findings = _graph_checks(Deaf(-40.0, 80.0), "fast")[1]
     assert findings and all("security" in f or "recovery" in f for f in findings)
+
+
+class _CrashesWhenHeavy(_Padded):
+    """Our picker, but indexing past its tail table where supports start far above 0 (the
+    seed-6 survivor `range(high, low >> 1, -1)` raised IndexError at γ ≥ 0.7)."""
+
+    def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+        if corruption >= 0.7 and n >= 20:
+            raise IndexError("list index out of range")
+        return self._real.parameters(n, dropout, corruption)
+
+
+def test_a_picker_that_crashes_instead_of_refusing_is_a_finding() -> None:
+    _, findings, rows = _graph_checks(_CrashesWhenHeavy(claims=False), "fast")
+    assert findings and all("raised IndexError" in f and "ValueError" in f for f in findings)
+    assert all(r["corruption"] >= 0.7 for r in rows if r.get("raised"))

@@ -19,7 +19,7 @@ def test_ours_refuses_every_listed_parameter() -> None:
     assert refusal_findings(target.accountant()) == (56, [])
     assert refusal_findings(target.graph_parameters()) == (25, [])
     assert refusal_findings(target.secure_sum()) == (14, [])
-    assert refusal_findings(target.secret_sharing()) == (6, [])
+    assert refusal_findings(target.secret_sharing()) == (8, [])
 
 
 def test_a_tv_of_one_accepted_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -161,3 +161,20 @@ def test_a_planted_grid_defect_fails(
     _replanned(monkeypatch, factor, rotated_only=rotated_only)
     problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
     assert problem is not None and words in problem, problem
+
+
+def test_a_grid_defect_only_at_clips_other_than_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The seed-6 survivor `_MAX_SCALED ** clip`: identical at clip 1 (every grid case had it),
+    # a coarser grid below 1 and an OverflowError far above.
+    real = plan_quantization
+
+    def planned(*args: Any) -> Any:
+        plan = real(*args)
+        if plan.quantizer.clip == 1.0:
+            return plan
+        quantizer = Quantizer(clip=plan.quantizer.clip, scale=plan.quantizer.scale * 0.25)
+        return dataclasses.replace(plan, quantizer=quantizer)
+
+    monkeypatch.setattr(encoding, "plan_quantization", planned)
+    problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
+    assert problem is not None and "clip 0.5" in problem and "coarser" in problem, problem

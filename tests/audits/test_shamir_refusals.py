@@ -81,3 +81,25 @@ def test_a_sharing_that_refuses_the_smallest_field_is_caught(
     monkeypatch.setattr(shamir, "_check_prime", from_five)
     _, findings = _shamir_refusals(OurTarget().secret_sharing())  # type: ignore[arg-type]
     assert findings == ["Shamir over Z_3 refused: prime too small"]
+
+
+def test_a_join_accepting_sub_secrets_above_the_range_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The seed-6 survivor `0 <= chunk != 1 << bits`: only 2^bits itself refused; 2^bits + 1 and
+    # p − 1 (outside the documented [0, 2^bits)) joined into some other key.
+    import secagg.shamir as shamir  # noqa: PLC0415
+    from audits.targets import refusal_findings  # noqa: PLC0415
+
+    bits = shamir.sub_secret_bits(shamir.DEFAULT_PRIME)
+    real = shamir.join_secret
+
+    def lenient(chunks: Any, secret_bytes: int) -> bytes:
+        return real(
+            [c if c != (1 << bits) + 1 and c != shamir.DEFAULT_PRIME - 1 else 0 for c in chunks],
+            secret_bytes,
+        )
+
+    monkeypatch.setattr(shamir, "join_secret", lenient)
+    _, findings = refusal_findings(OurTarget().secret_sharing())
+    assert len(findings) == 2 and all("accepted" in f for f in findings), findings
