@@ -153,6 +153,12 @@ def test_a_picker_refusing_a_cell_the_complete_graph_serves_is_caught() -> None:
         "(degree must be even; got 3)",
         "n=6, δ=0.1, γ=0.5: refused, but the complete graph with t=4 meets both targets "
         "(degree must be even; got 5)",
+        "n=6, δ=0.0, γ=0.7: refused, but the complete graph with t=5 meets both targets "
+        "(degree must be even; got 5)",
+        "n=8, δ=0.0, γ=0.7: refused, but the complete graph with t=7 meets both targets "
+        "(degree must be even; got 7)",
+        "n=8, δ=0.05, γ=0.8: refused, but the complete graph with t=7 meets both targets "
+        "(degree must be even; got 7)",
     ]
 
 
