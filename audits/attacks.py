@@ -161,11 +161,15 @@ def substitute_directory(game: AdversarialRound, directory: Any, victim: int) ->
     return KeyDirectory.build(directory.session_id, victim, fake, signed=directory.signed)
 
 
-def run_until(game: AdversarialRound, kind: type) -> list[Any]:
-    """Run the round honestly until the server's next messages are of type ``kind``."""
+def run_until(
+    game: AdversarialRound, kind: type, *, silent: Mapping[type, Iterable[int]] | None = None
+) -> list[Any]:
+    """Run the round honestly until the server's next messages are of type ``kind``
+    (``silent``: server message type → clients that vanish instead of receiving it)."""
+    quiet = silent or {}
     outgoing = game.to_server(game.start()) or game.close()
     while outgoing and not isinstance(outgoing[0], kind):
-        outgoing = game.step(outgoing)
+        outgoing = game.step(outgoing, silent=quiet.get(type(outgoing[0]), ()))
     return outgoing
 
 
@@ -1002,19 +1006,6 @@ def _off_rule_requests(request: Any, victim: int) -> list[tuple[str, Any]]:
     return off
 
 
-def _requests_to_unmask(game: AdversarialRound, silent: Mapping[str, Iterable[int]]) -> list[Any]:
-    """Run the round honestly (``silent``: phase name → clients that vanish) until the
-    server's unmask requests."""
-    from secagg import UnmaskRequest  # noqa: PLC0415
-
-    outgoing = game.to_server(game.start()) or game.close()
-    for phase in game.config.phases[1:]:
-        if not outgoing or isinstance(outgoing[0], UnmaskRequest):
-            break
-        outgoing = game.step(outgoing, silent=silent.get(phase.value, ()))
-    return outgoing
-
-
 def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[str]]:
     """Malicious mode answers an unmask request only if its lists are exactly what the client's
     approved survivor set implies (``secagg/malicious_security.md`` §1, step 4).
@@ -1042,11 +1033,13 @@ def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[st
     >>> unmask_rule_findings(None, 0)
     (3, [])
     """
+    from secagg import ForwardedShares, UnmaskRequest  # noqa: PLC0415
+
     tried, findings = 0, list[str]()
     for index in range(3):
         game = AdversarialRound(inputs_for(8), threshold=2, neighbors=neighbors, seed=seed)
         gone = [8] if index == 2 else []
-        requests = _requests_to_unmask(game, {"masked_input": gone})
+        requests = run_until(game, UnmaskRequest, silent={ForwardedShares: gone})
         roomy = [
             r
             for r in requests
