@@ -1405,7 +1405,7 @@ def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float],
         # Near the top of the documented [0, 1): supports starting far above 0 (an off-by-some
         # lower end of the tail sum inflated tails there, or indexed past its table).
         (0.0, 0.7),
-        (0.05, 0.8),
+        (0.02, 0.75),
     )
     return sizes, rates
 
