@@ -413,6 +413,9 @@ class _OurAccountant:
                 ),
             ),
             ("rho_for_epsilon(1e-20, 1e-5)", partial(dpquantile.rho_for_epsilon, 1e-20, 1e-5)),
+            # Where ε = 0 is the answer (δ above the whole privacy profile): δ ∈ (0, 1) is served.
+            ("ε(δ = 0.5) of N_Z(σ = 1), Δ = 1", partial(self._epsilon_of, 1.0, 0.5)),
+            ("ε(δ = 1e-5) of N_Z(σ = 5e4), Δ = 1", partial(self._epsilon_of, 5e4, 1e-5)),
             (
                 "PrivacyBudget(epsilon=5, delta=1e-5).spend(an event with sampler TV)",
                 lambda: dpquantile.PrivacyBudget(epsilon=5.0, delta=1e-5).spend(
@@ -420,6 +423,11 @@ class _OurAccountant:
                 ),
             ),
         )
+
+    @staticmethod
+    def _epsilon_of(sigma: float, delta: float) -> float:
+        event = dpquantile.DiscreteGaussian(sigma, 1.0)
+        return float(dpquantile.ZCDPAccountant().compose(event).epsilon(delta))
 
     def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
         event = dpquantile.ZCDP(rho)
@@ -1257,6 +1265,10 @@ class _OurShamir:
             ("reconstruct(3-D shares)", lambda: interpolate([1, 2], np.ones((2, 2, 1)))),
             ("reconstruct(3 points, 2 rows)", lambda: interpolate([1, 2, 3], np.ones((2, 3)))),
             ("reconstruct(a share = p)", lambda: interpolate([1, 2], [[1], [prime]])),
+            (
+                "robust_reconstruct(a share = p)",
+                lambda: shamir.robust_reconstruct([1, 2], [[prime], [3]], 2),
+            ),
         )
 
     def share(self, secret: bytes, threshold: int, num_shares: int, seed: int) -> list[Any]:

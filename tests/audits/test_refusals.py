@@ -7,6 +7,7 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
 import pytest
 
 from audits.ours import OurTarget
@@ -16,10 +17,10 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (56, [])
+    assert refusal_findings(target.accountant()) == (58, [])
     assert refusal_findings(target.graph_parameters()) == (25, [])
     assert refusal_findings(target.secure_sum()) == (14, [])
-    assert refusal_findings(target.secret_sharing()) == (8, [])
+    assert refusal_findings(target.secret_sharing()) == (9, [])
 
 
 def test_a_tv_of_one_accepted_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,3 +106,31 @@ def test_a_documented_end_of_range_must_be_served() -> None:
     )
     assert calls == 2 and len(findings) == 1
     assert findings[0].startswith("-200 not served, though documented as valid (ValueError")
+
+
+def test_a_profile_search_that_cannot_answer_zero_and_a_robust_decoder_taking_any_share_are_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed-6 survivors: `profile(-1.0) <= delta` sent ε = 0 answers into brentq (ValueError);
+    # `(values < 0) // (values >= prime)` let robust_reconstruct take shares ≥ p.
+    import dpquantile.accounting as accounting  # noqa: PLC0415
+    import secagg.shamir as shamir  # noqa: PLC0415
+
+    real_search = accounting._smallest_epsilon
+
+    def no_zero(profile: Any, delta: float, *, upper: float) -> float:
+        if profile(0.0) <= delta:
+            raise ValueError("f(a) and f(b) must have different signs")
+        return real_search(profile, delta, upper=upper)
+
+    monkeypatch.setattr(accounting, "_smallest_epsilon", no_zero)
+    _, findings = refusal_findings(OurTarget().accountant())
+    assert len(findings) == 2 and all("not served" in f and "ε(δ" in f for f in findings)
+    real_robust = shamir.robust_reconstruct
+
+    def unchecked(points: Any, shares: Any, threshold: int, prime: int = 2**31 - 1) -> Any:
+        return real_robust(points, np.mod(np.asarray(shares), prime), threshold, prime)
+
+    monkeypatch.setattr(shamir, "robust_reconstruct", unchecked)
+    _, findings = refusal_findings(OurTarget().secret_sharing())
+    assert findings == ["robust_reconstruct(a share = p) accepted (returned a tuple)"]
