@@ -1410,123 +1410,127 @@ def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float],
     return sizes, rates
 
 
+# Cells beside the grid: nearly every client corrupt (n − 1 − c = 2 honest neighbours at most),
+# where the hypergeometric tails have supports of two or three points and a floating-point
+# pre-screen that misweights them rejects degrees the exact bounds accept (at loose targets:
+# k = 990 instead of 980 at 1 bit).
+_EDGE_CELLS: tuple[tuple[int, float, float], ...] = ((1000, 0.0, 0.997),)
+
+
 def _graph_checks(
     graph: GraphParametersUnderTest, tier: Tier
 ) -> tuple[int, list[str], list[dict[str, Any]]]:
     findings: list[str] = []
     rows: list[dict[str, Any]] = []
     sizes, rates = _graph_grid(tier)
+    cells = [(n, *rate) for n in sizes for rate in rates] + list(_EDGE_CELLS)
     failure_limit = Fraction(2) ** Fraction(graph.failure_log2).limit_denominator(1000)
     security_limit = Fraction(2) ** -Fraction(graph.security_bits).limit_denominator(1000)
-    for n in sizes:
-        for dropout, corruption in rates:
-            d, c = _count(n, dropout), _count(n, corruption)
-            try:
-                k, t = graph.parameters(n, dropout, corruption)
-            except ValueError as error:
-                # Refusing is right only where even the complete graph has no t: c < t ≤ n−1−d.
-                rows.append({"n": n, "dropout": dropout, "corruption": corruption, "refused": True})
-                if c + 1 <= n - 1 - d:
-                    findings.append(
-                        f"n={n}, δ={dropout}, γ={corruption}: refused, but the complete graph "
-                        f"with t={c + 1} meets both targets ({error})"[:300]
-                    )
-                continue
-            except Exception as error:  # a refusal is documented as ValueError; anything else
-                rows.append({"n": n, "dropout": dropout, "corruption": corruption, "raised": True})
+    for n, dropout, corruption in cells:
+        d, c = _count(n, dropout), _count(n, corruption)
+        try:
+            k, t = graph.parameters(n, dropout, corruption)
+        except ValueError as error:
+            # Refusing is right only where even the complete graph has no t: c < t ≤ n−1−d.
+            rows.append({"n": n, "dropout": dropout, "corruption": corruption, "refused": True})
+            if c + 1 <= n - 1 - d:
                 findings.append(
-                    f"n={n}, δ={dropout}, γ={corruption}: raised {type(error).__name__} "
-                    f"({error}); a refusal is a ValueError"[:300]
+                    f"n={n}, δ={dropout}, γ={corruption}: refused, but the complete graph "
+                    f"with t={c + 1} meets both targets ({error})"[:300]
                 )
-                continue
-            row: dict[str, Any] = {
-                "n": n,
-                "dropout": dropout,
-                "corruption": corruption,
-                "k": k,
-                "t": t,
-            }
-            if getattr(graph, "claims_smallest_threshold", False):
-                wrong = _threshold_claim(
-                    n, d, c, k, t, failure=failure_limit, security=security_limit
-                )
-                if wrong is not None:
-                    findings.append(f"n={n}, δ={dropout}, γ={corruption}, k={k}: {wrong}")
-            if k >= n - 1:
-                # Complete graph: deterministic (t above the corrupt, at most the survivors).
-                ok = c < t <= n - 1 - d
-                row.update({"graph": "complete", "ok": ok})
-                if not ok:
-                    findings.append(f"n={n}: complete graph with t={t} but c={c}, d={d}")
-                if getattr(graph, "claims_smallest_degree", False):
-                    # The smallest even degree claim covers the complete graph too: no sparse
-                    # degree may meet both bounds (scanned upwards; stops at the first).
-                    sparse = next(
-                        (
-                            (small, found)
-                            for small in range(2, n - 1, 2)
-                            if _roughly_feasible(
-                                n,
-                                d,
-                                c,
-                                small,
-                                failure_log2=graph.failure_log2,
-                                security_bits=graph.security_bits,
+            continue
+        except Exception as error:  # a refusal is documented as ValueError; anything else
+            rows.append({"n": n, "dropout": dropout, "corruption": corruption, "raised": True})
+            findings.append(
+                f"n={n}, δ={dropout}, γ={corruption}: raised {type(error).__name__} "
+                f"({error}); a refusal is a ValueError"[:300]
+            )
+            continue
+        row: dict[str, Any] = {
+            "n": n,
+            "dropout": dropout,
+            "corruption": corruption,
+            "k": k,
+            "t": t,
+        }
+        if getattr(graph, "claims_smallest_threshold", False):
+            wrong = _threshold_claim(n, d, c, k, t, failure=failure_limit, security=security_limit)
+            if wrong is not None:
+                findings.append(f"n={n}, δ={dropout}, γ={corruption}, k={k}: {wrong}")
+        if k >= n - 1:
+            # Complete graph: deterministic (t above the corrupt, at most the survivors).
+            ok = c < t <= n - 1 - d
+            row.update({"graph": "complete", "ok": ok})
+            if not ok:
+                findings.append(f"n={n}: complete graph with t={t} but c={c}, d={d}")
+            if getattr(graph, "claims_smallest_degree", False):
+                # The smallest even degree claim covers the complete graph too: no sparse
+                # degree may meet both bounds (scanned upwards; stops at the first).
+                sparse = next(
+                    (
+                        (small, found)
+                        for small in range(2, n - 1, 2)
+                        if _roughly_feasible(
+                            n,
+                            d,
+                            c,
+                            small,
+                            failure_log2=graph.failure_log2,
+                            security_bits=graph.security_bits,
+                        )
+                        and (
+                            found := _feasible_threshold(
+                                n, d, c, small, failure=failure_limit, security=security_limit
                             )
-                            and (
-                                found := _feasible_threshold(
-                                    n, d, c, small, failure=failure_limit, security=security_limit
-                                )
-                            )
-                            is not None
-                        ),
-                        None,
-                    )
-                    if sparse is not None:
-                        findings.append(
-                            f"n={n}, δ={dropout}, γ={corruption}: the complete graph, but k="
-                            f"{sparse[0]}, t={sparse[1]} meets both bounds"
                         )
-            else:
-                recovery, secrecy, disconnection = _harary_bounds(n, d, c, k, t)
-                if getattr(graph, "claims_smallest_degree", False) and k > 2:
-                    smaller = _feasible_threshold(
-                        n, d, c, k - 2, failure=failure_limit, security=security_limit
-                    )
-                    row["smaller_degree_feasible_t"] = smaller
-                    if smaller is not None:
-                        findings.append(
-                            f"n={n}, δ={dropout}, γ={corruption}: k={k} is not the smallest even "
-                            f"degree (k={k - 2}, t={smaller} meets both bounds)"
-                        )
-                row.update(
-                    {
-                        "graph": "harary",
-                        "log2_recovery": math.log2(recovery) if recovery else -math.inf,
-                        "log2_security": math.log2(secrecy + disconnection)
-                        if secrecy + disconnection
-                        else -math.inf,
-                    }
+                        is not None
+                    ),
+                    None,
                 )
-                reported = getattr(graph, "reported_bounds", None)
-                if reported is not None:
-                    findings.extend(
-                        f"n={n}, δ={dropout}, γ={corruption}, k={k}, t={t}: {wrong}"
-                        for wrong in _reported_bound_errors(
-                            reported(n, dropout, corruption), recovery, secrecy, disconnection
-                        )
-                    )
-                if recovery > failure_limit:
+                if sparse is not None:
                     findings.append(
-                        f"n={n}, k={k}, t={t}: recovery failure 2^{row['log2_recovery']:.1f} > "
-                        f"2^{graph.failure_log2:g}"
+                        f"n={n}, δ={dropout}, γ={corruption}: the complete graph, but k="
+                        f"{sparse[0]}, t={sparse[1]} meets both bounds"
                     )
-                if secrecy + disconnection > security_limit:
+        else:
+            recovery, secrecy, disconnection = _harary_bounds(n, d, c, k, t)
+            if getattr(graph, "claims_smallest_degree", False) and k > 2:
+                smaller = _feasible_threshold(
+                    n, d, c, k - 2, failure=failure_limit, security=security_limit
+                )
+                row["smaller_degree_feasible_t"] = smaller
+                if smaller is not None:
                     findings.append(
-                        f"n={n}, k={k}, t={t}: security 2^{row['log2_security']:.1f} > "
-                        f"2^-{graph.security_bits:g}"
+                        f"n={n}, δ={dropout}, γ={corruption}: k={k} is not the smallest even "
+                        f"degree (k={k - 2}, t={smaller} meets both bounds)"
                     )
-            rows.append(row)
+            row.update(
+                {
+                    "graph": "harary",
+                    # Exact: a bound below 2^-1074 would round to 0.0 as a float.
+                    "log2_recovery": _log2(recovery),
+                    "log2_security": _log2(secrecy + disconnection),
+                }
+            )
+            reported = getattr(graph, "reported_bounds", None)
+            if reported is not None:
+                findings.extend(
+                    f"n={n}, δ={dropout}, γ={corruption}, k={k}, t={t}: {wrong}"
+                    for wrong in _reported_bound_errors(
+                        reported(n, dropout, corruption), recovery, secrecy, disconnection
+                    )
+                )
+            if recovery > failure_limit:
+                findings.append(
+                    f"n={n}, k={k}, t={t}: recovery failure 2^{row['log2_recovery']:.1f} > "
+                    f"2^{graph.failure_log2:g}"
+                )
+            if secrecy + disconnection > security_limit:
+                findings.append(
+                    f"n={n}, k={k}, t={t}: security 2^{row['log2_security']:.1f} > "
+                    f"2^-{graph.security_bits:g}"
+                )
+        rows.append(row)
     return len(rows), findings, rows
 
 
@@ -1555,8 +1559,9 @@ def audit_shamir_masks_graph(
       the family-wise α = 1e-6 (Bonferroni: a third each to the sampled Shamir views, the masks
       and the masked inputs).
     * SecAgg+ (k, t) against exact hypergeometric bounds recomputed here in rationals (Bell et
-      al. 2020 events: recovery failure, secrecy, disconnection), on 306 (n, δ, γ) cells
-      (fast; 594 deep; from n = 3), refusing only cells even the complete graph cannot serve;
+      al. 2020 events: recovery failure, secrecy, disconnection), on 409 (n, δ, γ) cells
+      (fast; 793 deep; from n = 3, and n = 1000 with all but three clients corrupt),
+      refusing only cells even the complete graph cannot serve;
       a picker that claims the smallest even degree must leave none at
       k − 2 (no t meets both bounds there), one that claims the smallest threshold (2 rather
       than 1 when both are valid) must choose exactly it, and the bounds a picker reports

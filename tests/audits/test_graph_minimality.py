@@ -206,3 +206,51 @@ def test_a_picker_that_crashes_instead_of_refusing_is_a_finding() -> None:
     _, findings, rows = _graph_checks(_CrashesWhenHeavy(claims=False), "fast")
     assert findings and all("raised IndexError" in f and "ValueError" in f for f in findings)
     assert all(r["corruption"] >= 0.7 for r in rows if r.get("raised"))
+
+
+def test_near_total_corruption_is_checked_at_loose_targets() -> None:
+    """The edge cell n = 1000, γ = 0.997 (two honest neighbours at most): a picker one degree
+    step too large there, claiming the smallest, is caught at 1 bit — the seed-6 survivor
+    whose pre-screen misweighted two-point supports chose k = 990 for 980."""
+    from audits.protocol_audits import _EDGE_CELLS  # noqa: PLC0415
+
+    assert (1000, 0.0, 0.997) in _EDGE_CELLS
+    loose = OurTarget().graph_parameters().at_targets(-1.0, 1.0)  # type: ignore[attr-defined]
+
+    class PaddedWhenNearlyAllCorrupt:
+        failure_log2, security_bits = -1.0, 1.0
+        claims_smallest_degree = True
+
+        def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+            k, t = loose.parameters(n, dropout, corruption)
+            return (k + 2, t + 2) if corruption > 0.99 and k + 2 < n - 1 else (k, t)
+
+    _, ours, rows = _graph_checks(loose, "fast")
+    assert not ours
+    edge = [r for r in rows if (r["n"], r["corruption"]) == (1000, 0.997)]
+    assert edge and edge[0]["k"] == 980
+    findings = _graph_checks(PaddedWhenNearlyAllCorrupt(), "fast")[1]
+    assert findings == [
+        "n=1000, δ=0.0, γ=0.997: k=982 is not the smallest even degree (k=980, t=980 meets "
+        "both bounds)"
+    ]
+
+
+def test_bounds_below_the_smallest_float_do_not_crash_the_audit() -> None:
+    """A recovery failure below 2^-1074 (k = 600, t = 101 at n = 5000, 500 dropped: all but
+    100 neighbours must be dropped) is logged exactly, not as log2(0.0) — the audit raised
+    `math domain error` on such a choice and reported its own crash instead of the picker."""
+    ours = OurTarget().graph_parameters()
+
+    class Extreme:
+        failure_log2, security_bits = -20.0, 40.0
+
+        def parameters(self, n: int, dropout: float, corruption: float) -> tuple[int, int]:
+            if (n, dropout, corruption) == (5000, 0.1, 0.05):
+                return 600, 101
+            return ours.parameters(n, dropout, corruption)
+
+    _, findings, rows = _graph_checks(Extreme(), "fast")
+    assert not findings
+    (row,) = [r for r in rows if (r["n"], r["dropout"], r["corruption"]) == (5000, 0.1, 0.05)]
+    assert -1e5 < row["log2_recovery"] < -1074 and row["log2_security"] < -40
