@@ -106,6 +106,7 @@ class MutantRun:
     changed_line: str
     seconds: float
     note: str = ""
+    raised_in: str = ""  # raised: our module the exception came from (audits.suite.raised_in)
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,9 @@ def score(runs: Sequence[Mapping[str, Any]], triage: _TriageTable) -> dict[str, 
     """
     statuses = [r["status"] for r in runs]
     survivors = [r for r in runs if r["status"] == "survived"]
+    origins = [
+        str(r.get("raised_in", "")).partition(".")[0] for r in runs if r["status"] == "raised"
+    ]
     verdicts = [triage[_run_key(r)].verdict if _run_key(r) in triage else "" for r in survivors]
     argued = verdicts.count("equivalent")
     killed, raised = statuses.count("killed"), statuses.count("raised")
@@ -242,6 +246,13 @@ def score(runs: Sequence[Mapping[str, Any]], triage: _TriageTable) -> dict[str, 
             denominator,
             *clopper_pearson(killed + raised, denominator),
         ],
+        # Where the raised ones raised: in the library (on an audit's input), in an audit's
+        # own code (tripping on the mutant's output), or not recorded (sweeps before 2026-12-07).
+        "raised_where": {
+            "library": sum(o in {"secagg", "dpquantile", "protocols"} for o in origins),
+            "audits": origins.count("audits"),
+            "unrecorded": sum(not o for o in origins),
+        },
     }
 
 
@@ -557,27 +568,33 @@ def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) 
             )
         failed: tuple[int, ...] = ()
         raised: list[str] = []
+        origins: list[str] = []
         report = out / "audit.json"
         if done.returncode == 1 and report.exists():
             results = json.loads(report.read_text())["results"]
             failed = tuple(r["audit"] for r in results if r["verdict"] == "fail")
-            raised = [
-                str(r["details"]["exception"])
+            crashed = [
+                r["details"]
                 for r in results
                 if r["verdict"] == "fail" and "exception" in r.get("details", {})
             ]
+            raised = [str(d["exception"]) for d in crashed]
+            origins = [str(d.get("raised_in", "")) for d in crashed]
+        where = ""
         if done.returncode == 0:
             status, note = "survived", ""
         elif failed and len(raised) < len(failed):
             status, note = "killed", ""  # at least one audit failed on its verdict
         elif failed:
             # Every failing audit failed because the implementation raised under it: loud,
-            # but not a verdict (counted apart).
-            status, note = "raised", raised[0][:200]
+            # but not a verdict (counted apart) — and where it was raised, in the library or
+            # in an audit tripping on what it got back.
+            status, note, where = "raised", raised[0][:200], origins[0]
         else:
             tail = (done.stderr.strip().splitlines() or [""])[-1]
             status, note = "crashed", f"exit {done.returncode}: {tail}"[:200]
-        return MutantRun(mutation, status, failed, changed, time.perf_counter() - start, note)
+        seconds = time.perf_counter() - start
+        return MutantRun(mutation, status, failed, changed, seconds, note, where)
     finally:
         path.write_bytes(pristine)
         shutil.rmtree(tree / "mutant-run", ignore_errors=True)
@@ -738,6 +755,10 @@ def _markdown(summary: dict[str, Any], triage: _TriageTable) -> str:
         f"(95 % CI {100 * v_low:.1f}–{100 * v_high:.1f} %); counting raised "
         f"**{r_kill}/{v_den} = {100 * r_kill / max(v_den, 1):.1f} %** "
         f"(95 % CI {100 * r_low:.1f}–{100 * r_high:.1f} %)",
+        "- the raised ones raised in the library (on an audit's input): "
+        f"{scored['raised_where']['library']}; in an audit's own code: "
+        f"{scored['raised_where']['audits']}; not recorded: "
+        f"{scored['raised_where']['unrecorded']}",
         "",
         "| status | module:line | function | operator | mutated line | audits failed / note |",
         "|---|---|---|---|---|---|",

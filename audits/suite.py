@@ -70,6 +70,35 @@ def audit_by_number(number: int) -> AuditSpec:
     raise KeyError(f"no audit {number}; audits are 1–{len(AUDITS)}")
 
 
+_OUR_PACKAGES = frozenset({"secagg", "dpquantile", "protocols", "audits"})
+
+
+def raised_in(exc: BaseException) -> str:
+    """The module of this project where ``exc`` was raised: its innermost frame in
+    ``secagg``, ``dpquantile``, ``protocols`` or ``audits`` (a NumPy or SciPy error is placed
+    in our caller), or ``""`` when none of its frames is ours. It tells an implementation that
+    raised on an audit's input (``secagg.…``) from an audit tripping on what it got back
+    (``audits.…``).
+
+    Examples
+    --------
+    >>> from secagg.graph_parameters import count_from_rate
+    >>> try:
+    ...     count_from_rate(10, 1.5)
+    ... except ValueError as error:
+    ...     raised_in(error)
+    'secagg.graph_parameters'
+    """
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module.partition(".")[0] in _OUR_PACKAGES:
+            found = module
+        tb = tb.tb_next
+    return found
+
+
 def _crashed(
     spec: AuditSpec, target: AuditTarget, exc: BaseException, seconds: float
 ) -> AuditResult:
@@ -85,7 +114,7 @@ def _crashed(
         verdict=Verdict.FAIL,
         error_rate=0.0,
         findings=(f"raised {trace[:300]}",),
-        details={"exception": trace},
+        details={"exception": trace, "raised_in": raised_in(exc)},
         seconds=seconds,
     )
 

@@ -118,6 +118,36 @@ def test_argued_equivalent_survivors_leave_the_denominator_unseen_ones_stay() ->
     assert score([_survivor("x = a | b")], triage)["untriaged"] == 1
 
 
+def test_where_a_raise_came_from_is_recorded_and_counted() -> None:
+    from fractions import Fraction  # noqa: PLC0415
+
+    from audits.protocol_audits import _log2  # noqa: PLC0415
+    from audits.suite import AUDITS, _crashed, raised_in  # noqa: PLC0415
+    from secagg.graph_parameters import count_from_rate  # noqa: PLC0415
+
+    with pytest.raises(ValueError) as in_library:
+        count_from_rate(10, 1.5)
+    with pytest.raises(ValueError) as in_audit:  # math.log2 of a negative, called by the audit
+        _log2(Fraction(-1, 3))
+    with pytest.raises(KeyError) as elsewhere:
+        {}["x"]
+    assert raised_in(in_library.value) == "secagg.graph_parameters"
+    assert raised_in(in_audit.value) == "audits.protocol_audits"
+    assert raised_in(elsewhere.value) == ""
+    from audits.ours import OurTarget  # noqa: PLC0415
+
+    crashed = _crashed(AUDITS[0], OurTarget(), in_library.value, 0.0)
+    assert crashed.details["raised_in"] == "secagg.graph_parameters"
+
+    def raised(origin: str) -> dict[str, object]:
+        return {**_survivor("r", "raised"), "raised_in": origin}
+
+    runs = [raised("secagg.server"), raised("dpquantile.samplers"), raised("audits.attacks")]
+    runs += [_survivor("r", "raised"), _survivor("k", "killed")]  # an older sweep: no field
+    where = score(runs, {})["raised_where"]
+    assert where == {"library": 2, "audits": 1, "unrecorded": 1}
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
