@@ -347,6 +347,18 @@ class _OurAccountant:
             ("dp_quantile(lower > upper)", quantile(lower=1.0, upper=0.0)),
             ("dp_quantile(bins=1)", quantile(bins=1)),
         ]
+        # Documented: a distributed quantile needs at least 2 clients (one client's "quantile"
+        # is its value; with none there is nothing to release).
+        cases += [
+            (
+                f"dp_quantile of {len(few)} client(s)",
+                partial(
+                    dpquantile.dp_quantile, few, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0,
+                    seed=0, secure=False,
+                ),
+            )
+            for few in (np.array([0.5]), np.array([], dtype=np.float64))
+        ]
         mechanism: Callable[..., Any] = dpquantile.quantile.quantile_mechanism
         cases += [
             (
@@ -410,6 +422,12 @@ class _OurAccountant:
                 lambda: dpquantile.dp_quantile(
                     values, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=0, secure=False,
                     min_survivors=1,
+                ),
+            ),
+            (
+                "dp_quantile of 2 clients (the fewest it serves)",
+                lambda: dpquantile.dp_quantile(
+                    values[:2], 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=0, secure=False
                 ),
             ),
             ("rho_for_epsilon(1e-20, 1e-5)", partial(dpquantile.rho_for_epsilon, 1e-20, 1e-5)),

@@ -380,7 +380,7 @@ def dp_quantile(
     ------
     ValueError
         q outside (0, 1), lower ≥ upper, NaN values, b not a power of the branching factor,
-        ρ ≤ 0, unknown mechanism.
+        ρ ≤ 0, unknown mechanism, fewer than 2 values (clients).
     secagg.TooFewSurvivorsError
         If too few clients survive for the secure sum's threshold.
 

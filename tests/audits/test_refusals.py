@@ -17,7 +17,7 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (58, [])
+    assert refusal_findings(target.accountant()) == (61, [])
     assert refusal_findings(target.graph_parameters()) == (25, [])
     assert refusal_findings(target.secure_sum()) == (14, [])
     assert refusal_findings(target.secret_sharing()) == (9, [])
@@ -134,3 +134,28 @@ def test_a_profile_search_that_cannot_answer_zero_and_a_robust_decoder_taking_an
     monkeypatch.setattr(shamir, "robust_reconstruct", unchecked)
     _, findings = refusal_findings(OurTarget().secret_sharing())
     assert findings == ["robust_reconstruct(a share = p) accepted (returned a tuple)"]
+
+
+def test_a_quantile_refusing_two_clients_and_serving_one_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed-7 survivor: `if n == 2:` for `if n < 2:` refused the fewest clients it documents and
+    # released a "quantile" of one client's value (or of none).
+    import dpquantile  # noqa: PLC0415
+
+    real = dpquantile.dp_quantile
+
+    def off_by_one(values: Any, q: float, **kwargs: Any) -> Any:
+        values = np.asarray(values, dtype=np.float64)
+        if values.size == 2:
+            raise ValueError("a distributed quantile needs at least 2 clients; got 2")
+        padded = np.concatenate([values, np.full(2, 0.5)]) if values.size < 2 else values
+        return real(padded, q, **kwargs)
+
+    monkeypatch.setattr(dpquantile, "dp_quantile", off_by_one)
+    _, findings = refusal_findings(OurTarget().accountant())
+    assert sorted(f.split(" (")[0] for f in findings) == [
+        "dp_quantile of 0 client(s) accepted",
+        "dp_quantile of 1 client(s) accepted",
+        "dp_quantile of 2 clients",
+    ]
