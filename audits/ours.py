@@ -1401,6 +1401,9 @@ class _OurGraph:
         edits = (
             ("degree", 100),
             ("degree", 17),
+            # The complete graph's flag must match its degree, both ways.
+            ("degree", 99),
+            ("complete_graph", True),
             ("threshold", 0),
             ("threshold", 17),
             ("num_dropped", -1),

@@ -420,6 +420,10 @@ def _grouping_checks(
 
 #: Audit 4's budget trials: (σ, Δ) of the discrete Gaussian spent, and the limits tried.
 _BUDGET_EVENTS = ((1.0, 1.0), (2.0, 1.0), (2.5, 1.0), (5.0, 2.0), (5.0, 1.0))
+# Non-integer Δ: √2 (a vector whose two coordinates each move by 1) and a half unit. ρ = Δ²/2σ²
+# holds for every real Δ (CKS20 Thm. 4), so these run against ρ budgets, where ρ is recomputed
+# here; the (ε, δ) route's exact profile needs an integer shift.
+_BUDGET_RHO_EVENTS = ((1.0, math.sqrt(2.0)), (2.0, 0.5))
 _BUDGET_EPSILONS = (2.0, 5.0, 10.0)
 _BUDGET_RHOS = (0.5, 2.0)
 # Budgets stated for replace-one neighbours, fed add/remove releases (restated with Δ doubled).
@@ -494,7 +498,8 @@ def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]
     """Budgets enforce what they state (``budget_trial``): in (ε, δ) a budget accepts releases
     while its own accountant's ε fits the limit, refuses the first that does not, never lets
     the exact ε of what it accepted exceed it, and reports that ε as spent; in ρ, the same with
-    ρ = T·Δ²/(2σ²) recomputed here; a trial that also reports whether the budget's own
+    ρ = T·Δ²/(2σ²) recomputed here (with non-integer Δ too: √2 and 1/2); a trial that also
+    reports whether the budget's own
     "would it exceed?" query agreed with every spend must have it agree. A target listing
     ``"replace_one"`` in ``budget_neighbourings`` also runs budgets stated for replace-one
     neighbours fed add/remove releases, each held to Δ doubled."""
@@ -504,6 +509,8 @@ def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]
     rows: list[dict[str, Any]] = []
     limits = [("epsilon", e) for e in _BUDGET_EPSILONS] + [("rho", r) for r in _BUDGET_RHOS]
     trials = [(limit, event, False) for limit, event in itertools.product(limits, _BUDGET_EVENTS)]
+    rho_limits = itertools.product([("rho", r) for r in _BUDGET_RHOS], _BUDGET_RHO_EVENTS)
+    trials += [(limit, event, False) for limit, event in rho_limits]
     if "replace_one" in getattr(accountant, "budget_neighbourings", ()):
         restated = itertools.product(_REPLACE_ONE_LIMITS, _BUDGET_EVENTS)
         trials += [(limit, event, True) for limit, event in restated]

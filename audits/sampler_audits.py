@@ -492,10 +492,11 @@ def _trace_sampler(sampler: SamplerUnderTest, size: int) -> list[str]:
     return found
 
 
-#: σ at which audit 2 replays draws: a σ far below one grid step (all mass on 0: no overflow
-#: in the exact sampler's candidates), σ² a power of two (the fast sampler's block plan) and
-#: the ordinary table regimes.
-_REPLAY_SIGMAS = (2.0**-32, 0.5, 3.0, 64.0, 1000.0)
+#: σ at which audit 2 replays draws: σ far below one grid step (all mass on 0: no overflow
+#: in the exact sampler's candidates; 2^-16 also has σ²'s denominator 2^32 below the 2^62 at
+#: which the exact sampler leaves its 64-bit path, whose products must then still fit), σ² a
+#: power of two (the fast sampler's block plan) and the ordinary table regimes.
+_REPLAY_SIGMAS = (2.0**-32, 2.0**-16, 0.5, 3.0, 64.0, 1000.0)
 #: σ at which audit 2 reads what a sampler states it samples: both samplers' regimes (small σ,
 #: the alias table, the block regime past σ² ≈ 2^56 at σ ≈ 346 and beyond, the fast ceiling).
 _STATED_SIGMAS = (0.5, 3.0, 7.5, 346.0, 1000.0, 1e5, 3e7)
@@ -570,10 +571,11 @@ def audit_sampler_exactness(
                 findings.append(f"{sampler.name} σ={sigma}: outputs are {first.dtype}")
             if not np.array_equal(first, second):
                 findings.append(f"{sampler.name} σ={sigma}: one seed gave two different outputs")
-            if sigma < 2.0**-20 and np.any(first != 0):
+            if sigma <= 2.0**-16 and np.any(first != 0):
+                exponent = math.log2(1 / (2 * sigma * sigma))  # P[X ≠ 0] < 2·e^(−1/(2σ²))
                 findings.append(
                     f"{sampler.name} σ={sigma:g}: drew {int(np.count_nonzero(first))} non-zero "
-                    "values, where N_ℤ(0, σ²) puts mass below 2·e^(−2^39) off 0"
+                    f"values, where N_ℤ(0, σ²) puts mass below 2·e^(−2^{exponent:g}) off 0"
                 )
         stated = getattr(sampler, "stated_sigma_squared", None)
         for sigma in _STATED_SIGMAS:

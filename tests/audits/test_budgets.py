@@ -22,7 +22,7 @@ def _findings() -> list[str]:
 def test_our_budgets_spend_what_they_state() -> None:
     result = audit_accountant(OurTarget())
     rows = result.details["budget_rows"]
-    assert result.verdict.value == "pass" and len(rows) == 35  # 25 add/remove, 10 replace-one
+    assert result.verdict.value == "pass" and len(rows) == 39  # 29 add/remove, 10 replace-one
     restated = [r for r in rows if r["neighbouring"] == "replace_one"]
     assert len(restated) == 10
     assert all(r["accepted"] >= 1 for r in restated if r["limit"] == "rho 2")
@@ -102,3 +102,24 @@ def test_a_would_exceed_query_that_disagrees_with_spend_is_caught(
     monkeypatch.setattr(accounting.PrivacyBudget, "would_exceed", would_exceed)
     findings = _findings()
     assert findings and all("would_exceed query disagreed" in f for f in findings)
+
+
+def test_rho_understated_for_a_non_integer_sensitivity_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivor (seed 7): `l2_den ** 3` for `l2_den ** 2` in DiscreteGaussian's
+    # exact ρ = Δ²/2σ² — the same for every integer Δ (denominator 1), ρ/2^j for Δ with a
+    # 2^j denominator: Δ = 1/2 gets half its ρ, Δ = √2 (float) about 2^-52 of it.
+    real = accounting.DiscreteGaussian.__post_init__
+
+    def understated(self: Any) -> None:
+        real(self)
+        _, l2_den = self.l2_sensitivity.as_integer_ratio()
+        (order, rho), *_ = self._bounds
+        object.__setattr__(self, "_bounds", ((order, rho / l2_den),))
+
+    monkeypatch.setattr(accounting.DiscreteGaussian, "__post_init__", understated)
+    findings = _findings()
+    assert findings and all("Δ=1.414" in f or "Δ=0.5" in f for f in findings)
+    assert any("never refused" in f for f in findings)
+    assert any("let ρ reach" in f for f in findings)

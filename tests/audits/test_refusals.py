@@ -18,7 +18,7 @@ from audits.targets import refusal_findings
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
     assert refusal_findings(target.accountant()) == (61, [])
-    assert refusal_findings(target.graph_parameters()) == (25, [])
+    assert refusal_findings(target.graph_parameters()) == (27, [])
     assert refusal_findings(target.secure_sum()) == (14, [])
     assert refusal_findings(target.secret_sharing()) == (9, [])
 
@@ -158,4 +158,30 @@ def test_a_quantile_refusing_two_clients_and_serving_one_is_caught(
         "dp_quantile of 0 client(s) accepted",
         "dp_quantile of 1 client(s) accepted",
         "dp_quantile of 2 clients",
+    ]
+
+
+def test_a_picker_record_whose_complete_graph_flag_lies_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed-7 survivor: `complete_graph > (k == n - 1)` for `!=` let a record of degree n − 1
+    # say it is not the complete graph (the complete graph's deterministic rule then skipped).
+    from secagg import graph_parameters  # noqa: PLC0415
+
+    record = graph_parameters.SecAggPlusParameters
+    real = record.__post_init__
+
+    def one_way(self: Any) -> None:
+        claimed = self.complete_graph
+        if not claimed and self.degree == self.num_clients - 1:
+            object.__setattr__(self, "complete_graph", True)  # checked as if it told the truth
+            real(self)
+            object.__setattr__(self, "complete_graph", claimed)
+            return
+        real(self)
+
+    monkeypatch.setattr(record, "__post_init__", one_way)
+    _, findings = refusal_findings(OurTarget().graph_parameters())
+    assert findings == [
+        "SecAggPlusParameters(degree=99, n=100) accepted (returned a SecAggPlusParameters)"
     ]

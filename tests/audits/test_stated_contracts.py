@@ -94,14 +94,15 @@ def test_damaged_snapshots_must_be_refused() -> None:
 
 
 def test_a_sampler_drawing_off_zero_at_a_vanishing_sigma_fails() -> None:
-    # N_ℤ(0, σ²) at σ = 2^-32 is 0 but for mass e^(−2^63); a sampler whose arithmetic breaks
-    # there (the held-out mutant's int64 overflow in the exact sampler's candidates) must not
-    # pass, nor one returning noise of the wrong scale.
+    # N_ℤ(0, σ²) at σ = 2^-32 is 0 but for mass e^(−2^63), at 2^-16 but for e^(−2^31); a
+    # sampler whose arithmetic breaks there (the held-out mutant's int64 overflow in the exact
+    # sampler's candidates; seed 7's `**` for `*` in its 64-bit path test, which at 2^-16 let
+    # products of 2^64 through) must not pass, nor one returning noise of the wrong scale.
     @dataclasses.dataclass(frozen=True)
     class Jumpy(_OurSampler):
         def prepare(self, sigma: float) -> Any:
             real = super().prepare(sigma)
-            if sigma >= 2.0**-20:
+            if sigma > 2.0**-16:
                 return real
             return lambda size, seed: real(size, seed) + 1
 
@@ -113,7 +114,9 @@ def test_a_sampler_drawing_off_zero_at_a_vanishing_sigma_fails() -> None:
     assert result.verdict is Verdict.FAIL
     assert [f for f in result.findings if "non-zero" in f] == [
         "exact σ=2.32831e-10: drew 500 non-zero values, where N_ℤ(0, σ²) puts mass below "
-        "2·e^(−2^39) off 0"
+        "2·e^(−2^63) off 0",
+        "exact σ=1.52588e-05: drew 500 non-zero values, where N_ℤ(0, σ²) puts mass below "
+        "2·e^(−2^31) off 0",
     ]
 
 
