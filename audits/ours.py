@@ -401,7 +401,15 @@ class _OurAccountant:
                 lambda: setattr(certificate, "epsilon", 0.0),
                 AttributeError,
             ),
-            # Add/remove and replace-one guarantees do not add up (a ρ understated up to 4×).
+            # Add/remove and replace-one guarantees do not add up (a ρ understated up to 4×):
+            # neither in one ComposedEvent nor in a history.
+            (
+                "a ComposedEvent of an add/remove and a replace-one event",
+                lambda: events.ComposedEvent(
+                    (events.ZCDP(0.25), events.ZCDP(1.0, neighbouring="replace_one"))
+                ),
+                events.NeighbouringMismatchError,
+            ),
             (
                 "an add/remove event composed into a replace-one history",
                 lambda: events.ZCDPAccountant()
@@ -1240,15 +1248,27 @@ class _OurMasks:
         """A pairwise mask of a client with itself must be refused (audit 8: its two masks
         would not cancel): the same id twice, as ints built apart (beyond CPython's small-int
         cache) and as NumPy integers."""
-        key = importlib.import_module("secagg.masks").pairwise_mask_key
+        masks = importlib.import_module("secagg.masks")
+        key = masks.pairwise_mask_key
         same = [(int("300"), int("300")), (np.int64(7), np.int64(7)), (5, 5)]
-        return tuple(
+        selves = tuple(
             (
                 f"pairwise_mask_key(first={a}, second={b})",
                 partial(key, bytes(32), session_id=b"s" * 32, first=a, second=b),
             )
             for a, b in same
         )
+        # Mask keys are 16 bytes (the derived AES-128 keys): a raw 32-byte agreement secret, or
+        # any other length, must not become a mask stream of its own (AES-192/256 would take it).
+        ring = secagg.Ring(16)
+        lengths = tuple(
+            (
+                f"add_masks(a {size}-byte key)",
+                partial(masks.add_masks, ring.zeros(4), ring, add=(bytes(size),)),
+            )
+            for size in (15, 24, 32)
+        )
+        return (*selves, *lengths)
 
     def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
         # The path a client runs (add_masks into its vector), not the expand_mask helper.

@@ -17,10 +17,11 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (61, [])
+    assert refusal_findings(target.accountant()) == (62, [])
     assert refusal_findings(target.graph_parameters()) == (27, [])
     assert refusal_findings(target.secure_sum()) == (14, [])
     assert refusal_findings(target.secret_sharing()) == (9, [])
+    assert refusal_findings(target.mask_prg()) == (6, [])
 
 
 def test_a_tv_of_one_accepted_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,4 +185,42 @@ def test_a_picker_record_whose_complete_graph_flag_lies_is_caught(
     _, findings = refusal_findings(OurTarget().graph_parameters())
     assert findings == [
         "SecAggPlusParameters(degree=99, n=100) accepted (returned a SecAggPlusParameters)"
+    ]
+
+
+def test_mask_keys_of_other_lengths_and_mixed_relations_in_one_event_are_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seed-7 survivors: `len(key) < 16` for `!= 16` let 24- and 32-byte keys drive AES-192/256
+    # mask streams; `len(found) < 1` for `> 1` let one ComposedEvent mix add/remove and
+    # replace-one events (its ρ understated against a replace-one history).
+    import dpquantile.accounting as accounting  # noqa: PLC0415
+    import secagg.masks as masks  # noqa: PLC0415
+
+    real_add = masks.add_masks
+
+    def any_long_key(accumulator: Any, ring: Any, *, add: Any = (), subtract: Any = ()) -> None:
+        short = [k for k in (*add, *subtract) if len(k) < 16]
+        if short:
+            raise ValueError(f"mask keys are 16 bytes; got {len(short[0])}")
+        return None
+
+    monkeypatch.setattr(masks, "add_masks", any_long_key)
+    _, findings = refusal_findings(OurTarget().mask_prg())
+    assert findings == [
+        "add_masks(a 24-byte key) accepted (returned a NoneType)",
+        "add_masks(a 32-byte key) accepted (returned a NoneType)",
+    ]
+    monkeypatch.setattr(masks, "add_masks", real_add)
+    def first_of_any(relations: Any) -> Any:  # the mutant: refuses none, mixed or not
+        found = set(relations)
+        if len(found) < 1:
+            raise accounting.NeighbouringMismatchError("no relation")
+        return found.pop()
+
+    monkeypatch.setattr(accounting, "_common_relation", first_of_any)
+    _, findings = refusal_findings(OurTarget().accountant())
+    assert findings == [
+        "a ComposedEvent of an add/remove and a replace-one event accepted (returned a "
+        "ComposedEvent)"
     ]
