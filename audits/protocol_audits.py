@@ -980,7 +980,9 @@ def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
     """What a sharing must refuse (over Z_7, t = 2): a point ≡ 0 (mod p), whose share is the
     secret itself; a point ≡ another point (two parties get one share); a secret outside Z_p
     (shared as its residue, reconstructed as a different secret); a composite modulus. And it
-    must accept every prime field Z_p for p ≤ 37. Refusing = raising; a fixed-field target
+    must accept every prime field Z_p for p ≤ 37, and larger ones ≡ 1 (mod 4) where a
+    Miller–Rabin test's squaring loop decides (269, the first above CPython's cached small
+    integers, and 65537 = 2^16 + 1). Refusing = raising; a fixed-field target
     (``share_in_field`` returns ``None``) is not asked."""
     prime = 7
     cases: list[tuple[int, tuple[int, ...], int, str]] = [
@@ -996,7 +998,7 @@ def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
     findings: list[str] = []
     # Every small prime field must work: the smallest (a range bound off by one refuses it)
     # and each prime a primality test treats specially (trial divisors, Miller–Rabin bases).
-    for field in (3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37):
+    for field in (3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 269, 65_537):
         try:
             sharing.share_in_field(2, copies=1, threshold=2, points=(1, 2), prime=field, seed=0)
         except Exception as error:  # a refusal, whatever the target raises
@@ -1544,8 +1546,9 @@ def audit_shamir_masks_graph(
       whatever the secret (χ², so the coefficients are drawn uniformly); correctness: any t
       shares reconstruct, t − 1 do not; and refusals: no share at a point ≡ 0 (mod p) — it is
       the secret — nor two at congruent points, a secret outside Z_p or a composite modulus,
-      while every prime field up to Z_37 is accepted. Robust reconstruction (when offered):
-      with up to ⌊(m − t)/2⌋ of m shares garbled, the secret and exactly the garbled holders;
+      while every prime field up to Z_37, and Z_269 and Z_65537, is accepted. Robust
+      reconstruction (when offered): with up to ⌊(m − t)/2⌋ of m shares garbled, the secret
+      and exactly the garbled holders;
       with one more, a refusal or the secret — never a wrong secret.
     * Masks: χ² uniformity on Z_M for rings of every width class, M = 2^b with b ∈ {1, …, 5,
       31, 32, 33, 48, 63, 64} (2^16 entries each; above 5 bits per 4-bit slice: low, middle,

@@ -103,3 +103,16 @@ def test_a_join_accepting_sub_secrets_above_the_range_is_caught(
     monkeypatch.setattr(shamir, "join_secret", lenient)
     _, findings = refusal_findings(OurTarget().secret_sharing())
     assert len(findings) == 2 and all("accepted" in f for f in findings), findings
+
+
+def test_a_primality_test_refusing_larger_primes_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seed-7 survivor: `x is n - 1` for `x == n - 1` in the Miller–Rabin loop — identity holds
+    # for CPython's cached ints (≤ 256) only, so primes ≡ 1 (mod 4) from 269 on were refused.
+    import secagg.shamir as shamir  # noqa: PLC0415
+
+    real = shamir._is_prime
+    monkeypatch.setattr(shamir, "_is_prime", lambda n: real(n) and (n < 257 or n % 4 == 3))
+    checked, findings = _shamir_refusals(OurTarget().secret_sharing())  # type: ignore[arg-type]
+    assert checked == 7
+    refused = [f.split(" refused")[0] for f in findings]
+    assert refused == ["Shamir over Z_269", "Shamir over Z_65537"]
