@@ -1844,6 +1844,8 @@ def rho_for_epsilon(epsilon: float, delta: float) -> float:
         low, high = high, 2.0 * high
     while high - low > _RHO_PRECISION * high:
         middle = 0.5 * (low + high)
+        if not low < middle < high:  # no float left between them: ρ fell to the subnormals
+            break
         low, high = (middle, high) if converted(middle) <= epsilon else (low, middle)
     if low == 0.0:
         raise ValueError(f"no ρ > 0 gives ε ≤ {epsilon:g} at δ = {delta:g}")

@@ -118,3 +118,16 @@ def test_rho_for_epsilon_serves_any_target_where_a_tiny_rho_costs_nothing() -> N
     # At δ = 1e-5 a ρ small enough converts to ε = 0, so even ε = 1e-20 is served.
     rho = rho_for_epsilon(1e-20, 1e-5)
     assert rho > 0 and _converted(rho, 1e-5) <= 1e-20
+
+
+def test_rho_for_an_unreachable_epsilon_is_refused_not_searched_forever() -> None:
+    # ε = 1e-10 at δ = 1e-20: no ρ > 0 converts to it, and the bisection, driven to ρ = 0,
+    # used to halve its interval into the subnormals and then loop without end.
+    from dpquantile import rho_for_epsilon  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match="no ρ > 0 gives ε ≤ 1e-10 at δ = 1e-20"):
+        rho_for_epsilon(1e-10, 1e-20)
+    # Reachable targets are still inverted (ρ = 0.551 at (5, 1e-5); a tiny ρ where ε = 0
+    # is valid at δ = 1e-5).
+    assert round(rho_for_epsilon(5.0, 1e-5), 4) == 0.551
+    assert 0.0 < rho_for_epsilon(1e-20, 1e-5) < 1e-9
