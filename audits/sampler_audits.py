@@ -497,6 +497,8 @@ def _trace_sampler(sampler: SamplerUnderTest, size: int) -> list[str]:
 #: which the exact sampler leaves its 64-bit path, whose products must then still fit), σ² a
 #: power of two (the fast sampler's block plan) and the ordinary table regimes.
 _REPLAY_SIGMAS = (2.0**-32, 2.0**-16, 0.5, 3.0, 64.0, 1000.0)
+#: A discrete Laplace scale far below one step: P[X ≠ 0] < 2·e^(−1/scale) = 2·e^(−10⁵).
+_VANISHING_LAPLACE_SCALE = 1e-5
 #: σ at which audit 2 reads what a sampler states it samples: both samplers' regimes (small σ,
 #: the alias table, the block regime past σ² ≈ 2^56 at σ ≈ 346 and beyond, the fast ceiling).
 _STATED_SIGMAS = (0.5, 3.0, 7.5, 346.0, 1000.0, 1e5, 3e7)
@@ -591,6 +593,25 @@ def audit_sampler_exactness(
             findings.extend(
                 f"{sampler.name} (claims exact): float {f}" for f in traced[sampler.name]
             )
+    # The discrete Laplace sampler at a vanishing scale (all mass on 0; a float 10⁻⁵ has a
+    # denominator above 2^62, past the sampler's 64-bit path): answered, integers, all 0.
+    laplace = getattr(target, "discrete_laplace_sampler", lambda: None)()
+    if laplace is not None:
+        checks += 1
+        try:
+            tiny = np.asarray(laplace(_VANISHING_LAPLACE_SCALE)(500, seed + 7))
+        except Exception as error:  # the documented scale range is (0, 2^40]: it must answer
+            findings.append(
+                f"discrete Laplace scale={_VANISHING_LAPLACE_SCALE:g}: raised "
+                f"{type(error).__name__}: {error}"[:200]
+            )
+        else:
+            if tiny.dtype.kind not in "iu" or np.any(tiny != 0):
+                findings.append(
+                    f"discrete Laplace scale={_VANISHING_LAPLACE_SCALE:g}: drew "
+                    f"{int(np.count_nonzero(tiny))} non-zero values ({tiny.dtype}), where its "
+                    "mass off 0 is below 2·e^(−10⁵)"
+                )
     return AuditResult(
         audit=2,
         name="sampler-exactness",

@@ -147,3 +147,28 @@ def test_kls21_exports_must_be_the_smallest_valid_line() -> None:
     assert len(findings) == 4
     assert "not the smallest line at α = 1" in findings[0]
     assert all("below KLS21 Thm. 1" in finding for finding in findings[1:])  # α = 1.5, 4, 32
+
+
+@pytest.mark.parametrize("broken", ["raises", "jumps"])
+def test_a_laplace_sampler_failing_at_a_vanishing_scale_fails(broken: str) -> None:
+    # Seed-7 survivor: `and` → `or` in the discrete Laplace sampler's 64-bit path test sent a
+    # float scale of 1e-5 (denominator > 2^62) into int64 arithmetic: OverflowError.
+    real = OurTarget().discrete_laplace_sampler()
+
+    class Target(OurTarget):
+        def discrete_laplace_sampler(self) -> Any:
+            def prepare(scale: float) -> Any:
+                if scale > 1e-3:
+                    return real(scale)
+                if broken == "raises":
+                    raise OverflowError("Python int too large to convert to C long")
+                return lambda size, seed: real(scale)(size, seed) + 1
+
+            return prepare
+
+    result = audit_sampler_exactness(Target())
+    assert result.verdict is Verdict.FAIL
+    (finding,) = result.findings
+    assert finding.startswith("discrete Laplace scale=1e-05: ")
+    assert ("OverflowError" in finding) == (broken == "raises")
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
