@@ -289,6 +289,7 @@ _STATED = {
     ("mutation_sweep_2026-12-06-heldout6.json", None): (101, 208, 226),
     ("mutation_sweep_2026-12-06-heldout6.json", "heldout6-final-audits.json"): (107, 214, 226),
     ("mutation_sweep_2026-12-07-heldout7.json", None): (68, 161, 181),
+    ("mutation_sweep_2026-12-07-heldout7.json", "heldout7-final-audits.json"): (75, 168, 180),
 }
 
 
