@@ -985,36 +985,55 @@ def _equivocating_consistency(
 def _off_rule_requests(request: Any, victim: int) -> list[tuple[str, Any]]:
     """Unmask requests to ``victim`` off the lists it approved, each list changed alone: its
     survivors reversed, one survivor other than the victim left out (dropped list exact), one
-    dropped neighbour left out (survivor list exact; needs one)."""
-    survivors = request.survivors
+    dropped neighbour left out (survivor list exact), one dropped neighbour listed twice, one
+    survivor listed twice. The third and fourth need a dropped neighbour: without one they are
+    the exact request itself (never sent — :func:`unmask_rule_findings` makes one drop)."""
+    survivors, dropped = request.survivors, request.dropped
     others = [v for v in survivors if v != victim]
-    off = [
+    last = dropped[-1:] or (None,)
+    return [
         ("survivors reversed", dataclasses.replace(request, survivors=survivors[::-1])),
         (
             f"survivor {others[-1]} left out of both lists, dropped list exact",
             dataclasses.replace(request, survivors=tuple(v for v in survivors if v != others[-1])),
         ),
+        (
+            f"dropped neighbour {last[0]} left out of both lists, survivor list exact",
+            dataclasses.replace(request, dropped=dropped[:-1]),
+        ),
+        (
+            f"dropped neighbour {last[0]} listed twice",
+            dataclasses.replace(request, dropped=dropped + dropped[-1:]),
+        ),
+        (
+            f"survivor {others[-1]} listed twice",
+            dataclasses.replace(request, survivors=(*survivors, others[-1])),
+        ),
     ]
-    if request.dropped:
-        off.append(
-            (
-                f"dropped neighbour {request.dropped[-1]} left out of both lists, survivor list "
-                "exact",
-                dataclasses.replace(request, dropped=request.dropped[:-1]),
-            )
-        )
-    return off
 
 
-def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[str]]:
-    """Malicious mode answers an unmask request only if its lists are exactly what the client's
-    approved survivor set implies (``secagg/malicious_security.md`` §1, step 4).
+#: Which deviations of :func:`_off_rule_requests` each mode must refuse: the malicious mode all
+#: (its lists must be exactly the approved set's), both modes a repeated id (a malformed
+#: request: ``Client`` refuses it before any mode-specific rule).
+RULE_DEVIATIONS: dict[str, tuple[int, ...]] = {
+    "malicious": (0, 1, 2, 3, 4),
+    "semi-honest": (3, 4),
+}
 
-    In a fresh malicious-mode round per deviation, one honest client with more than t listed
-    survivors (t stays met) is sent the request with one list changed and the other exact — its
-    survivor list reversed, or one other survivor left out, or (client 8 gone before its masked
-    input) one dropped neighbour left out — and must refuse (abort, no answer); the others are
-    sent the exact request and must answer.
+
+def unmask_rule_findings(
+    neighbors: int | None, seed: int, threat_model: str = "malicious"
+) -> tuple[int, list[str]]:
+    """A client answers an unmask request only if its lists are well formed (no repeated id,
+    both modes) and, in malicious mode, exactly what its approved survivor set implies
+    (``secagg/malicious_security.md`` §1, step 4).
+
+    In a fresh round per deviation (:data:`RULE_DEVIATIONS`), one honest client with more than
+    t listed survivors (t stays met) is sent the request with one list changed and the other
+    exact — its survivor list reversed, or one other survivor left out, or (client 8 gone
+    before its masked input) one dropped neighbour left out or listed twice, or one survivor
+    listed twice — and must refuse (abort, no answer); the others are sent the exact request
+    and must answer.
 
     Parameters
     ----------
@@ -1022,23 +1041,31 @@ def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[st
         SecAgg+ degree, or ``None`` for the complete graph.
     seed
         Seed of the parties' randomness.
+    threat_model
+        ``"malicious"`` (every deviation) or ``"semi-honest"`` (the repeated ids).
 
     Returns
     -------
     tuple[int, list[str]]
-        Deviations tried, and one finding per deviation answered or exact request refused.
+        Deviations tried, and one finding per deviation answered or exact request refused,
+        each starting with the mode and graph.
 
     Examples
     --------
     >>> unmask_rule_findings(None, 0)
-    (3, [])
+    (5, [])
+    >>> unmask_rule_findings(4, 0, "semi-honest")
+    (2, [])
     """
     from secagg import ForwardedShares, UnmaskRequest  # noqa: PLC0415
 
+    where = f"{threat_model} ({_graph(neighbors)})"
     tried, findings = 0, list[str]()
-    for index in range(3):
-        game = AdversarialRound(inputs_for(8), threshold=2, neighbors=neighbors, seed=seed)
-        gone = [8] if index == 2 else []
+    for index in RULE_DEVIATIONS[threat_model]:
+        game = AdversarialRound(
+            inputs_for(8), threshold=2, neighbors=neighbors, seed=seed, threat_model=threat_model
+        )
+        gone = [8] if index in (2, 3) else []
         requests = run_until(game, UnmaskRequest, silent={ForwardedShares: gone})
         roomy = [
             r
@@ -1052,7 +1079,7 @@ def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[st
             if request.recipient != victim:
                 if not game.to_client(request):
                     findings.append(
-                        f"{_graph(neighbors)}: client {request.recipient} refused the exact "
+                        f"{where}: client {request.recipient} refused the exact "
                         f"unmask request ({game.aborted.get(request.recipient, 'no reason')})"
                     )
                 continue
@@ -1060,8 +1087,8 @@ def unmask_rule_findings(neighbors: int | None, seed: int) -> tuple[int, list[st
             tried += 1
             if game.to_client(deviated):
                 findings.append(
-                    f"{_graph(neighbors)}: client {victim} answered an unmask request off the "
-                    f"set it approved ({what})"
+                    f"{where}: client {victim} answered an unmask request it must refuse "
+                    f"({what})"
                 )
     return tried, findings
 
@@ -1246,10 +1273,10 @@ class OurAttackSurface:
         return ATTACKS
 
     def rule_findings(self, seed: int) -> tuple[int, list[str]]:
-        """The malicious mode's unmask rule on both graphs (:func:`unmask_rule_findings`)."""
+        """The unmask rules of both modes on both graphs (:func:`unmask_rule_findings`)."""
         tried, findings = 0, list[str]()
-        for neighbors in GRAPHS:
-            n, found = unmask_rule_findings(neighbors, seed)
+        for threat_model, neighbors in itertools.product(self.threat_models, GRAPHS):
+            n, found = unmask_rule_findings(neighbors, seed, threat_model)
             tried, findings = tried + n, findings + found
         return tried, findings
 
@@ -1303,8 +1330,9 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
             if outcome is not None:
                 outcomes.append(outcome)
         control = all(surface.control(s) for s in seeds)
-        # Rules a mode documents beyond "no attack succeeds" (ours: malicious-mode clients answer
-        # only the unmask lists their approved set implies).
+        # Rules a mode documents beyond "no attack succeeds" (ours: clients refuse an unmask
+        # request with a repeated id; malicious-mode ones answer only the lists their approved
+        # set implies).
         rules: Callable[[int], tuple[int, list[str]]] | None
         rules = getattr(surface, "rule_findings", None)
         rules_tried, rule_findings = 0, list[str]()
@@ -1334,7 +1362,7 @@ def audit_attacks(target: Any, *, tier: Tier = "fast", seed: int = 0) -> AuditRe
         f"{list(o.wrongly_named)}, who did nothing wrong ({o.stopped_by or 'none recorded'})"
         for o in wrongly
     ]
-    findings += [f"malicious: {f}" for f in rule_findings]
+    findings += rule_findings  # each names its mode and graph
     if not control:
         findings.insert(0, "the positive control failed: the reconstruction cannot see a colluder")
     findings += [

@@ -31,10 +31,16 @@ from audits.report import (
     write_outputs,
 )
 from audits.selfcheck import run_false_alarm_check, run_self_check
-from audits.suite import AUDITS, run_audits
+from audits.suite import AUDITS, FAST_TIME_LIMIT, run_audits
 from audits.targets import AuditTarget
 from protocols.cli import package_version
-from protocols.cli.arguments import HelpFormatter, examples, integer_list, nonnegative_int
+from protocols.cli.arguments import (
+    HelpFormatter,
+    examples,
+    integer_list,
+    nonnegative_float,
+    nonnegative_int,
+)
 from protocols.cli.arguments import seed as seed_argument
 from protocols.cli.errors import run_guarded
 from protocols.cli.progress import ProgressBar
@@ -116,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument(
+        "--time-limit",
+        type=nonnegative_float,
+        default=None,
+        metavar="SECONDS",
+        help=(
+            "CPU-time budget of each audit; one still running then FAILs (a hang is a finding). "
+            f"Default: {FAST_TIME_LIMIT:g} s in the fast tier, none in the deep tier; 0: none"
+        ),
+    )
+    parser.add_argument(
         "--progress",
         action="store_true",
         help="draw the progress bar even when stderr is not a terminal",
@@ -178,6 +194,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_guarded("secagg-dp-audit", lambda: _run(args))
 
 
+def _time_limit(args: argparse.Namespace) -> float | None:
+    """Each audit's CPU-time budget: ``--time-limit`` (0: none), else the tier's default."""
+    if args.time_limit is not None:
+        return args.time_limit or None
+    return FAST_TIME_LIMIT if args.tier == "fast" else None
+
+
 def _run(args: argparse.Namespace) -> int:
     """The audit command proper (errors are turned into one line by :func:`main`)."""
     if not args.no_plots and not args.false_alarms and not plots_available():
@@ -188,7 +211,12 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     bar = ProgressBar(force=args.progress)
     start = time.perf_counter()
-    meta: dict[str, Any] = {"tier": args.tier, "seed": args.seed, "target": args.target}
+    meta: dict[str, Any] = {
+        "tier": args.tier,
+        "seed": args.seed,
+        "target": args.target,
+        "time_limit": _time_limit(args),
+    }
     if args.self_check:
         if args.target != "ours":
             print("--self-check plants bugs in this toolkit: use --target ours", file=sys.stderr)
@@ -218,7 +246,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"cannot audit {args.target}: {exc}", file=sys.stderr)
         return 2
     meta["describe"] = dict(target.describe())
-    results = run_audits(target, tier=args.tier, seed=args.seed, only=only, progress=bar.update)
+    results = run_audits(
+        target,
+        tier=args.tier,
+        seed=args.seed,
+        only=only,
+        progress=bar.update,
+        time_limit=_time_limit(args),
+    )
     bar.close()
     meta["seconds"] = time.perf_counter() - start
     _print_results(results)

@@ -10,8 +10,11 @@ random sample, and for each mutant:
 2. if no audit executes the mutated line (one coverage run of the audit suite on the pristine
    copy decides it), records it as **not reached** — it cannot change what any audit sees;
 3. otherwise runs the whole fast suite (``python -m audits``) against the copy: exit status 1
-   with a FAIL verdict is **killed**, 0 is **survived**, anything else (an import error, an
-   exception outside the audits, a timeout) is **crashed** — counted apart, never as a catch.
+   with a FAIL verdict is **killed**, 0 is **survived**; FAILs that are all the implementation
+   raising under an audit, or an audit running past the suite's time budget
+   (:data:`audits.suite.FAST_TIME_LIMIT`, a hang), are **raised** — scored apart; anything
+   else (an import error, an exception outside the audits, the sweep's own per-mutant timeout)
+   is **crashed** — counted apart, never as a catch.
 
 The kill rate is reported with a Clopper–Pearson 95 % interval over the sample, among the
 mutants the audits reach and among all. Survivors are triaged in a committed table,
@@ -51,6 +54,7 @@ __all__ = [
     "MutantRun",
     "Mutation",
     "TriageEntry",
+    "classify_suite_run",
     "clopper_pearson",
     "draw_sample",
     "generate_mutations",
@@ -79,6 +83,7 @@ _PACKAGES = ("secagg", "dpquantile", "protocols", "audits")
 #: The committed triage of surviving mutants.
 TRIAGE = Path(__file__).with_name("mutation_triage.toml")
 _TRIAGE_VERDICTS = ("equivalent", "unseen")
+_TIME_BUDGET = "time budget"  # MutantRun.raised_in of a hang stopped by the suite's budget
 _STATUSES = ("killed", "raised", "survived", "crashed", "not reached", "equivalent", "no change")
 
 
@@ -106,7 +111,8 @@ class MutantRun:
     changed_line: str
     seconds: float
     note: str = ""
-    raised_in: str = ""  # raised: our module the exception came from (audits.suite.raised_in)
+    # raised: our module the exception came from (audits.suite.raised_in), or "time budget"
+    raised_in: str = ""
 
 
 @dataclass(frozen=True)
@@ -247,10 +253,12 @@ def score(runs: Sequence[Mapping[str, Any]], triage: _TriageTable) -> dict[str, 
             *clopper_pearson(killed + raised, denominator),
         ],
         # Where the raised ones raised: in the library (on an audit's input), in an audit's
-        # own code (tripping on the mutant's output), or not recorded (sweeps before 2026-12-07).
+        # own code (tripping on the mutant's output), nowhere (the target hung past the
+        # suite's time budget), or not recorded (sweeps before 2026-12-07).
         "raised_where": {
             "library": sum(o in {"secagg", "dpquantile", "protocols"} for o in origins),
             "audits": origins.count("audits"),
+            "time budget": origins.count(_TIME_BUDGET),
             "unrecorded": sum(not o for o in origins),
         },
     }
@@ -520,6 +528,59 @@ def _relocate(
     return found, gone
 
 
+def classify_suite_run(
+    returncode: int, results: Sequence[Mapping[str, Any]] | None, stderr: str = ""
+) -> tuple[str, tuple[int, ...], str, str]:
+    """A mutant's status from one run of the audit suite: its exit status and, when it wrote
+    one, its report's ``results``.
+
+    Returns ``(status, failed audits, note, raised_in)``: **killed** when at least one audit
+    FAILed on its verdict; **raised** when every FAIL is the implementation raising under an
+    audit (``raised_in`` names where) or an audit stopped by the suite's time budget
+    (``raised_in`` is ``"time budget"``: a hang); **survived** on exit 0; else **crashed**.
+
+    Examples
+    --------
+    >>> fail = {"audit": 4, "verdict": "fail", "details": {}}
+    >>> classify_suite_run(1, [fail])[:2]
+    ('killed', (4,))
+    >>> hung = {"audit": 2, "verdict": "fail", "details": {"time_limit": 60.0}}
+    >>> classify_suite_run(1, [hung])
+    ('raised', (2,), 'audit(s) 2 over the time budget', 'time budget')
+    >>> classify_suite_run(0, [])[0], classify_suite_run(2, None, "Traceback\\nKeyError: 'x'")
+    ('survived', ('crashed', (), "exit 2: KeyError: 'x'", ''))
+    """
+    failed: tuple[int, ...] = ()
+    raised: list[str] = []
+    origins: list[str] = []
+    budget: list[int] = []
+    if returncode == 1 and results is not None:
+        failing = [r for r in results if r["verdict"] == "fail"]
+        failed = tuple(int(r["audit"]) for r in failing)
+        crashed = [r["details"] for r in failing if "exception" in r.get("details", {})]
+        raised = [str(d["exception"]) for d in crashed]
+        origins = [str(d.get("raised_in", "")) for d in crashed]
+        budget = [int(r["audit"]) for r in failing if "time_limit" in r.get("details", {})]
+    if returncode == 0:
+        return "survived", failed, "", ""
+    if failed and len(raised) + len(budget) < len(failed):
+        return "killed", failed, "", ""  # at least one audit failed on its verdict
+    if failed and raised:
+        # Every failing audit failed because the implementation raised under it (or hung past
+        # the suite's time budget): loud, but not a verdict (counted apart) — and where it was
+        # raised, in the library or in an audit tripping on what it got back.
+        return "raised", failed, raised[0][:200], origins[0]
+    if failed:  # every failing audit ran out of the suite's time budget: a hang, as loud
+        return (
+            "raised",
+            failed,
+            f"audit(s) {', '.join(map(str, budget))} over the time budget",
+            (_TIME_BUDGET),
+        )
+    tail = (stderr.strip().splitlines() or [""])[-1]
+    return "crashed", failed, f"exit {returncode}: {tail}"[:200], ""
+
+
 def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) -> MutantRun:
     path = tree / mutation.module
     pristine = path.read_bytes()
@@ -566,33 +627,13 @@ def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) 
                 time.perf_counter() - start,
                 f"timeout after {timeout:g} s",
             )
-        failed: tuple[int, ...] = ()
-        raised: list[str] = []
-        origins: list[str] = []
         report = out / "audit.json"
-        if done.returncode == 1 and report.exists():
-            results = json.loads(report.read_text())["results"]
-            failed = tuple(r["audit"] for r in results if r["verdict"] == "fail")
-            crashed = [
-                r["details"]
-                for r in results
-                if r["verdict"] == "fail" and "exception" in r.get("details", {})
-            ]
-            raised = [str(d["exception"]) for d in crashed]
-            origins = [str(d.get("raised_in", "")) for d in crashed]
-        where = ""
-        if done.returncode == 0:
-            status, note = "survived", ""
-        elif failed and len(raised) < len(failed):
-            status, note = "killed", ""  # at least one audit failed on its verdict
-        elif failed:
-            # Every failing audit failed because the implementation raised under it: loud,
-            # but not a verdict (counted apart) — and where it was raised, in the library or
-            # in an audit tripping on what it got back.
-            status, note, where = "raised", raised[0][:200], origins[0]
-        else:
-            tail = (done.stderr.strip().splitlines() or [""])[-1]
-            status, note = "crashed", f"exit {done.returncode}: {tail}"[:200]
+        results = (
+            json.loads(report.read_text())["results"]
+            if done.returncode == 1 and report.exists()
+            else None
+        )
+        status, failed, note, where = classify_suite_run(done.returncode, results, done.stderr)
         seconds = time.perf_counter() - start
         return MutantRun(mutation, status, failed, changed, seconds, note, where)
     finally:
@@ -757,7 +798,8 @@ def _markdown(summary: dict[str, Any], triage: _TriageTable) -> str:
         f"(95 % CI {100 * r_low:.1f}–{100 * r_high:.1f} %)",
         "- the raised ones raised in the library (on an audit's input): "
         f"{scored['raised_where']['library']}; in an audit's own code: "
-        f"{scored['raised_where']['audits']}; not recorded: "
+        f"{scored['raised_where']['audits']}; hung past the suite's time budget: "
+        f"{scored['raised_where']['time budget']}; not recorded: "
         f"{scored['raised_where']['unrecorded']}",
         "",
         "| status | module:line | function | operator | mutated line | audits failed / note |",

@@ -139,6 +139,14 @@ class _OurAccountant:
         )
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def discrete_gaussian_delta_with_tv(
+        self, sigma: float, sensitivity: float, rounds: int, epsilon: float, tv: float
+    ) -> float:
+        event = dpquantile.DiscreteGaussian(
+            sigma=sigma, l2_sensitivity=sensitivity, sampler_tv_bound=tv / rounds
+        )
+        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).delta(epsilon))
+
     # ε(δ) of a Rényi curve is CKS20 Prop. 12's conversion at its best order (audit 4 checks).
     zcdp_conversion = "cks20"
 
@@ -927,9 +935,9 @@ class _OurSecureSum:
 
     def invalid_parameters(self) -> tuple[tuple[Any, ...], ...]:
         """A round configured with a threshold, width, modulus, degree or number of sums out of
-        range, or a server given client ids outside the wire format or twice (audit 7: each must
-        raise ValueError or TypeError); a 2-client sum must warn. t = 1 is valid (with a
-        warning), so not listed."""
+        range, a server given client ids outside the wire format or twice, or a client given an
+        id outside it (audit 7: each must raise ValueError or TypeError); a 2-client sum must
+        warn. t = 1 is valid (with a warning), so not listed."""
         base: dict[str, Any] = {"dimension": 3, "threshold": 2, "round_nonce": b"secagg-dp audits"}
         changes = (
             ("threshold", 0),
@@ -950,6 +958,10 @@ class _OurSecureSum:
         cases += [
             (f"Server(ids={ids})", partial(secagg.Server, config, ids))
             for ids in ([0, 1, 2], [1, 2, largest + 1], [1, 1, 2])
+        ]
+        cases += [
+            (f"Client(client_id={u})", partial(secagg.Client, config, u, input_vector=[1, 2, 3]))
+            for u in (0, largest + 1, 2**64)
         ]
         # Served, but with the documented warning: with two clients each learns the other's
         # input from the total (README's threat model), which the caller must be told.
@@ -973,7 +985,8 @@ class _OurSecureSum:
     @staticmethod
     def boundary_parameters() -> tuple[tuple[str, Callable[[], Any]], ...]:
         """A sound configuration must run without an InsecureSettingsWarning (audit 7): a
-        warning on every round would teach users to ignore it."""
+        warning on every round would teach users to ignore it; clients at both ends of the
+        documented id range must be built."""
 
         def quietly() -> Any:
             with warnings.catch_warnings():
@@ -981,7 +994,15 @@ class _OurSecureSum:
                 inputs = np.arange(15, dtype=np.int64).reshape(5, 3)
                 return secagg.secure_sum(inputs, modulus_bits=16, threshold=3, seed=0)
 
-        return (("secure_sum of 5 clients, t = 3, without a warning", quietly),)
+        # The ends of the client ids' documented range [1, MAX_ID] (the wire format's).
+        config = secagg.SecAggConfig(
+            dimension=3, threshold=2, round_nonce=b"secagg-dp audits", threat_model="semi-honest"
+        )
+        ends = [
+            (f"Client(client_id={u})", partial(secagg.Client, config, u, input_vector=[1, 2, 3]))
+            for u in (1, secagg.messages.MAX_ID)
+        ]
+        return (("secure_sum of 5 clients, t = 3, without a warning", quietly), *ends)
 
     def survives_dropout(self, phase: str, seed: int) -> str | None:
         inputs = np.arange(15, dtype=np.int64).reshape(5, 3)

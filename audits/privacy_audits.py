@@ -7,7 +7,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -283,6 +283,17 @@ def _smallest_certified_epsilon(curve: Callable[[float], float], delta: float, t
     return high
 
 
+def _short_profiles(
+    grid: dict[str, tuple[float, ...]],
+) -> Iterator[tuple[float, float, int, Callable[[float], float]]]:
+    """(σ, Δ, T, the exact δ(ε)) over the accountant grid's σ and Δ with T ∈ {1, 16}."""
+    for sigma, sensitivity, rounds in itertools.product(
+        grid["sigma"], grid["sensitivity"], (1, 16)
+    ):
+        curve = composed_discrete_gaussian_delta(sigma, sensitivity, rounds)
+        yield sigma, sensitivity, rounds, curve
+
+
 def _meaningful_tv_checks(
     accountant: Any, grid: dict[str, tuple[float, ...]], findings: list[str]
 ) -> list[dict[str, Any]]:
@@ -298,10 +309,7 @@ def _meaningful_tv_checks(
     if claim is None:
         return []
     rows: list[dict[str, Any]] = []
-    for sigma, sensitivity, rounds in itertools.product(
-        grid["sigma"], grid["sensitivity"], (1, 16)
-    ):
-        curve = composed_discrete_gaussian_delta(sigma, sensitivity, rounds)
+    for sigma, sensitivity, rounds, curve in _short_profiles(grid):
         for delta, share in itertools.product(grid["delta"], (1e-4, 1e-2)):
             tv = delta * share
             best = _smallest_certified_epsilon(curve, delta, tv)
@@ -324,6 +332,41 @@ def _meaningful_tv_checks(
                 )
             elif best <= _TV_ENFORCED_UP_TO and not math.isfinite(claimed):
                 findings.append(f"{where}: claimed ε = ∞ where ε = {best:.4f} is certified")
+    return rows
+
+
+#: ε and TV grid of :func:`_delta_side_checks` (η = 0: the plain δ(ε)).
+_DELTA_SIDE_EPSILONS = (0.5, 1.0, 2.0, 4.0)
+_DELTA_SIDE_TVS = (0.0, 1e-8, 1e-5)
+
+
+def _delta_side_checks(
+    accountant: Any, grid: dict[str, tuple[float, ...]], findings: list[str]
+) -> list[dict[str, Any]]:
+    """With ``discrete_gaussian_delta_with_tv``, the claimed δ(ε) of T releases whose noise is
+    within TV η of N_ℤ(0, σ²)^T (η = 0: exact noise) never below what the TV coupling
+    certifies on the exact profile, min(1, δ_ideal(ε) + (1 + e^ε)·η) — δ(ε) is the profile's
+    other side, which the ε(δ) checks never ask for. Grid: the accountant grid's σ and Δ,
+    T ∈ {1, 16}, ε ∈ {0.5, 1, 2, 4}, η ∈ {0, 10⁻⁸, 10⁻⁵} (soundness only: a larger δ is
+    safe)."""
+    claim = getattr(accountant, "discrete_gaussian_delta_with_tv", None)
+    if claim is None:
+        return []
+    rows: list[dict[str, Any]] = []
+    for sigma, sensitivity, rounds, curve in _short_profiles(grid):
+        for epsilon, tv in itertools.product(_DELTA_SIDE_EPSILONS, _DELTA_SIDE_TVS):
+            certified = min(1.0, curve(epsilon) + (1.0 + math.exp(epsilon)) * tv)
+            claimed = float(claim(sigma, sensitivity, rounds, epsilon, tv))
+            rows.append(
+                {"sigma": sigma, "sensitivity": sensitivity, "rounds": rounds,
+                 "epsilon": epsilon, "tv": tv, "certified": certified, "claimed": claimed}
+            )  # fmt: skip
+            if not claimed >= certified * (1 - 1e-9) - 1e-300:  # NaN fails too
+                findings.append(
+                    f"σ={sigma} Δ={sensitivity} T={rounds} ε={epsilon:g} with TV {tv:.3g}: "
+                    f"claimed δ {claimed:.4g} < {certified:.4g}, the exact profile's "
+                    "(privacy understated)"
+                )
     return rows
 
 
@@ -499,8 +542,8 @@ def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]
     while its own accountant's ε fits the limit, refuses the first that does not, never lets
     the exact ε of what it accepted exceed it, and reports that ε as spent; in ρ, the same with
     ρ = T·Δ²/(2σ²) recomputed here (with non-integer Δ too: √2 and 1/2); a trial that also
-    reports whether the budget's own
-    "would it exceed?" query agreed with every spend must have it agree. A target listing
+    reports whether the budget's own "would it exceed?" query agreed with every spend must
+    have it agree. A target listing
     ``"replace_one"`` in ``budget_neighbourings`` also runs budgets stated for replace-one
     neighbours fed add/remove releases, each held to Δ doubled."""
     trial = getattr(accountant, "budget_trial", None)
@@ -760,6 +803,39 @@ def _kls21_export_checks(accountant: Any, findings: list[str]) -> None:
             )
 
 
+#: Exact ε at which :func:`_small_epsilon_exactness` asks for δ(ε) and back (δ ≤ 0.1 only).
+_SMALL_EPSILONS = tuple(float(e) for e in np.geomspace(1e-3, 0.05, 12))
+
+
+def _small_epsilon_exactness(
+    accountant: Any,
+    curve: Callable[[float], float],
+    where: tuple[float, float, int],
+    findings: list[str],
+) -> int:
+    """Where an accountant states a composition's profile exactly, also at small ε: for each
+    ε of :data:`_SMALL_EPSILONS` whose δ = δ_exact(ε) is at most 0.1, the claimed ε(δ) must be
+    the exact one within 10⁻⁶ relative plus 10⁻⁸ (the δ grid's ε are large; a root finder's
+    absolute tolerance is many ulps of a small ε, where a claim can fall back to a far looser
+    bound unseen). Returns the points checked."""
+    sigma, sensitivity, rounds = where
+    checked = 0
+    for target_epsilon in _SMALL_EPSILONS:
+        delta = curve(target_epsilon)
+        if not 0.0 < delta <= 0.1:
+            continue
+        checked += 1
+        exact = epsilon_from_delta_curve(curve, delta)
+        claimed = float(accountant.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta))
+        if not abs(claimed - exact) <= exact * _EXACT_CLAIM_TOLERANCE + 1e-8:
+            findings.append(
+                f"σ={sigma} Δ={sensitivity} T={rounds} δ={delta:.6g}: claimed ε {claimed:.6g} "
+                f"where the exact ε is {exact:.6g}, although the accountant states this "
+                "composition's profile exactly"
+            )
+    return checked
+
+
 def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0) -> AuditResult:
     """Audit 4: claimed ε(δ) against the exact privacy profile of composed discrete Gaussians,
     and the composed Rényi bound of distributed discrete Gaussian releases against KLS21 Thm. 1
@@ -805,6 +881,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     lowest_ratio = math.inf
     # An accountant that says which compositions it states exactly is held to that, not to 1.15.
     says_exact = getattr(accountant, "discrete_gaussian_profile_is_exact", None)
+    small_exact = 0
     for sigma in grid["sigma"]:
         for sensitivity in grid["sensitivity"]:
             for rounds in grid["rounds"]:
@@ -851,8 +928,13 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
                                 f"σ={sigma} Δ={sensitivity} T={rounds} δ={delta:g}: claimed ε "
                                 f"{claimed:.4f} > 1.15 × exact {exact:.4f}"
                             )
+                if claims_exact:
+                    small_exact += _small_epsilon_exactness(
+                        accountant, curve, (sigma, sensitivity, int(rounds)), findings
+                    )
     tv_rows = _sampler_tv_checks(target, accountant, grid, findings)
     meaningful_tv_rows = _meaningful_tv_checks(accountant, grid, findings)
+    delta_side_rows = _delta_side_checks(accountant, grid, findings)
     kls21_rows = _kls21_checks(accountant, tier, findings)
     laplace_rows = _discrete_laplace_checks(accountant, tier, findings)
     zcdp_rows = _zcdp_checks(accountant, tier, findings)
@@ -896,6 +978,8 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "grouping_rows": grouping_rows,
             "budget_rows": budget_rows,
             "meaningful_tv_rows": meaningful_tv_rows,
+            "delta_side_rows": delta_side_rows,
+            "small_epsilon_exactness_points": small_exact,
         },
         seconds=time.perf_counter() - start,
         power="any ε understated at its grid points (exact recomputation; deterministic)",

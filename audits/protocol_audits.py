@@ -342,6 +342,87 @@ def _retransmission_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, li
     return rounds, findings
 
 
+#: (t, clients still answering) of :func:`_deserted_phase_checks`: none at t = 1 and t = 2, the
+#: lowest id alone at t = 2 (one share reconstructs nothing).
+_DESERTED: tuple[tuple[int, int], ...] = ((1, 0), (2, 0), (2, 1))
+
+
+def _deserted_phase_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, list[str]]:
+    """Honest rounds (n = 5, complete graph) in which, from one phase on, no client or only the
+    lowest id answers the server (:data:`_DESERTED`), for every phase the round has, both threat
+    models the target runs. Whatever the phase, nothing can be summed from no answer and no
+    secret reconstructed from one share at t = 2: the server must abort at that phase's
+    deadline — not open the next phase for clients that can never finish it (Bonawitz et al.
+    2017, Fig. 4: the server aborts when fewer than t clients remain at any round's end)."""
+    findings: list[str] = []
+    rounds = 0
+
+    def who(answering: int, lone: int) -> str:
+        return f"client {lone} alone" if answering else "no client"
+
+    for threat_model in sans_io.threat_models:
+        for threshold, answering in _DESERTED:
+            for phase in range(12):  # a bound: a round has fewer phases (the loop breaks)
+                clients, server, _, pool = sans_io.setup(
+                    n=5,
+                    degree=None,
+                    threshold=threshold,
+                    bits=16,
+                    dimension=3,
+                    seed=seed + 31 * phase + threshold + 7 * answering,
+                    threat_model=threat_model,
+                )
+                lone = min(clients)
+                # Phases are counted by the server's batches to clients (it opens the next one
+                # on the last expected answer, or at a deadline).
+                opened, checked = 0, False
+                for _ in range(10_000):  # a bound, never reached by a round that terminates
+                    if sans_io.server_outcome(server) != "running":
+                        break
+                    if opened > phase:
+                        checked = True
+                        findings.append(
+                            f"{threat_model}, t={threshold}: phase {phase + 1} answered by "
+                            f"{who(answering, lone)}, yet the server opened the next phase"
+                        )
+                        break
+                    if not pool:
+                        try:
+                            pool = sans_io.close_phase(server)
+                        except sans_io.abort_error:
+                            pool = []
+                        if opened == phase:
+                            checked = True
+                            outcome = sans_io.server_outcome(server)
+                            if outcome != "aborted":
+                                findings.append(
+                                    f"{threat_model}, t={threshold}: phase {phase + 1} answered "
+                                    f"by {who(answering, lone)}, yet the server did not abort at "
+                                    f"its deadline ({outcome}, {len(pool)} message(s) out)"
+                                )
+                            break
+                        opened += bool(pool)
+                        if not pool:
+                            break
+                        continue
+                    message = pool.pop(0)
+                    if sans_io.to_server(message):
+                        peer = sans_io.peer(message)
+                        if opened >= phase and (not answering or peer != lone):
+                            continue  # silent from this phase on
+                        with contextlib.suppress(sans_io.peer_error):
+                            replies = sans_io.server_receive(server, message)
+                            opened += bool(replies)
+                            pool.extend(replies)
+                        continue
+                    with contextlib.suppress(sans_io.protocol_error):
+                        pool.extend(sans_io.client_receive(clients[sans_io.peer(message)], message))
+                if not checked:
+                    break  # the round ended before this phase: every phase was tried
+                rounds += 1
+    return rounds, findings
+
+
 def _round_problem(
     sans_io: SansIOSecureSum,
     server: Any,
@@ -699,7 +780,9 @@ def audit_secure_sum(
     kind of server message of another round, delivered to a client first, is refused and the
     round stays exact (:func:`_cross_round_checks`); clients that crash before every server
     message and restart from their snapshots answer byte for byte alike and the round stays
-    exact (:func:`_restore_checks`); sessions whose sums differ in width, with
+    exact (:func:`_restore_checks`); a phase answered by no client, or by one alone at t = 2,
+    ends in an abort at its deadline, in every phase (:func:`_deserted_phase_checks`);
+    sessions whose sums differ in width, with
     random dropouts, give every sum's exact total (:func:`_session_checks`); configurations
     and client ids out of range are refused (:func:`~audits.targets.refusal_findings`).
     Deterministic verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides
@@ -737,6 +820,11 @@ def audit_secure_sum(
         details["cross_round_rounds"] = crossed
         samples += crossed
         findings.extend(cross_findings)
+        with quiet_library_warnings():
+            deserted, deserted_findings = _deserted_phase_checks(sans_io, seed)
+        details["deserted_phase_rounds"] = deserted
+        samples += deserted
+        findings.extend(deserted_findings)
         with quiet_library_warnings():
             restored, restore_findings = _restore_checks(sans_io, seed)
         # Restarted rounds plus restores of intact and damaged snapshots.

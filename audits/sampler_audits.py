@@ -573,6 +573,17 @@ def audit_sampler_exactness(
                 findings.append(f"{sampler.name} σ={sigma}: outputs are {first.dtype}")
             if not np.array_equal(first, second):
                 findings.append(f"{sampler.name} σ={sigma}: one seed gave two different outputs")
+            # A draw of nothing (size 0 is a valid size) is an empty integer array.
+            try:
+                empty = np.asarray(draw(0, seed + 7))
+            except Exception as exc:  # a valid size refused: a finding, not a crash
+                findings.append(f"{sampler.name} σ={sigma}: a draw of size 0 raised {exc!r}"[:200])
+            else:
+                if empty.shape != (0,) or empty.dtype.kind not in "iu":
+                    findings.append(
+                        f"{sampler.name} σ={sigma}: a draw of size 0 gave shape {empty.shape}, "
+                        f"{empty.dtype}"
+                    )
             if sigma <= 2.0**-16 and np.any(first != 0):
                 exponent = math.log2(1 / (2 * sigma * sigma))  # P[X ≠ 0] < 2·e^(−1/(2σ²))
                 findings.append(

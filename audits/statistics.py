@@ -8,6 +8,7 @@ Steinke, Nasr and Jagielski (2023).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -210,6 +211,7 @@ def gaussian_trade_off(alpha: ArrayLike, mu: float) -> NDArray[np.float64]:
 _DIRECT_CONVOLUTION_POINTS = 1 << 17
 
 
+@functools.lru_cache(maxsize=128)  # audit 4 asks for the same (σ, Δ, T) in several checks
 def composed_discrete_gaussian_delta(
     sigma: float, sensitivity: float, rounds: int
 ) -> Callable[[float], float]:

@@ -4,10 +4,13 @@ the rest (an audit that raises is recorded as a FAIL naming the exception)."""
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +23,15 @@ from audits.sampler_audits import audit_sampler_exactness, audit_sampler_fit, au
 from audits.targets import AuditTarget
 from secagg.errors import InsecureSettingsWarning
 
-__all__ = ["AUDITS", "AuditSpec", "Progress", "audit_by_number", "run_audits"]
+__all__ = [
+    "AUDITS",
+    "FAST_TIME_LIMIT",
+    "AuditSpec",
+    "AuditTimeLimitExceeded",
+    "Progress",
+    "audit_by_number",
+    "run_audits",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +130,74 @@ def _crashed(
     )
 
 
+#: CPU-time budget of one fast-tier audit, in seconds, as ``secagg-dp-audit`` applies it: about
+#: ten times the heaviest audit on our code (audit 4, ≈ 5–12 s of CPU) and far more than any
+#: audit needs on the Flower and OpenFL targets, so only a hang or a gross slowdown reaches it.
+#: CPU time, not wall time: a machine loaded by other work does not bring an audit nearer it.
+FAST_TIME_LIMIT = 60.0
+
+
+class AuditTimeLimitExceeded(BaseException):
+    """Raised inside an audit when its time budget runs out.
+
+    A :class:`BaseException` so that an audit's own ``except Exception`` (which records a
+    refusal) never swallows it.
+
+    Examples
+    --------
+    >>> isinstance(AuditTimeLimitExceeded(60.0), Exception)
+    False
+    """
+
+
+@contextmanager
+def _time_budget(seconds: float | None) -> Iterator[None]:
+    """Interrupt the body after ``seconds`` of the process's CPU time (``ITIMER_PROF`` and
+    ``SIGPROF``; only in the main thread of a POSIX process — elsewhere, and for ``None`` or 0,
+    no limit). A busy loop reaches it; a thread blocked forever without spinning does not. Code
+    inside one long C call is interrupted when that call returns."""
+    if (
+        not seconds
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def _expired(signum: int, frame: object) -> None:
+        raise AuditTimeLimitExceeded(seconds)
+
+    previous = signal.signal(signal.SIGPROF, _expired)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0.0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+def _over_budget(
+    spec: AuditSpec, target: AuditTarget, limit: float, cpu: float, seconds: float
+) -> AuditResult:
+    return AuditResult(
+        audit=spec.number,
+        name=spec.name,
+        target=target.name,
+        statistic="CPU seconds of the audit",
+        value=round(cpu, 3),
+        threshold=f"finishes within {limit:g} s of CPU time (the budget of one audit)",
+        samples=0,
+        verdict=Verdict.FAIL,
+        error_rate=0.0,
+        findings=(
+            f"did not finish within {limit:g} s of CPU time: the implementation hangs or runs "
+            "far slower than it should on the audit's small inputs",
+        ),
+        details={"time_limit": limit},
+        seconds=seconds,
+    )
+
+
 def run_audits(
     target: AuditTarget,
     *,
@@ -127,6 +206,7 @@ def run_audits(
     only: Sequence[int] | None = None,
     options: Mapping[int, Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
+    time_limit: float | None = None,
 ) -> list[AuditResult]:
     """Run the audits (all, or ``only`` those numbers, in that order) against ``target``.
 
@@ -144,6 +224,11 @@ def run_audits(
         Extra keyword arguments per audit number (e.g. ``{5: {"releases": 300}}``).
     progress
         Callback ``(label, done, total)``.
+    time_limit
+        Seconds of CPU time allowed to each audit (``None``: no limit). An audit still running
+        then is stopped and recorded as a FAIL (``details["time_limit"]``): a target that hangs
+        on small valid inputs is a finding, as one that raises is. Enforced with ``SIGPROF`` in
+        the main thread of a POSIX process only.
 
     Examples
     --------
@@ -157,14 +242,19 @@ def run_audits(
     for done, spec in enumerate(specs):
         if progress is not None:
             progress(spec.name, done, len(specs))
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         kwargs = dict((options or {}).get(spec.number, {}))
         try:
             # Audits drive the library at deliberately small settings (t = 1, tiny rounds): the
             # warnings meant for a user's own settings would only be noise here.
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _time_budget(time_limit):
                 warnings.simplefilter("ignore", InsecureSettingsWarning)
                 result = spec.function(target, tier=tier, seed=seed, **kwargs)
+        except AuditTimeLimitExceeded:
+            logger.debug("audit %s over its time budget", spec.name)
+            assert time_limit is not None  # only a budget raises it
+            used = time.process_time() - cpu_start
+            result = _over_budget(spec, target, time_limit, used, time.perf_counter() - start)
         except Exception as exc:  # an implementation that raises is a finding, not a crash
             logger.debug("audit %s raised", spec.name, exc_info=True)
             result = _crashed(spec, target, exc, time.perf_counter() - start)

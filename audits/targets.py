@@ -140,8 +140,10 @@ class AccountantUnderTest(Protocol):
     dimension, rounds, alpha)``, ``discrete_laplace_epsilon(ε₀, rounds, δ)`` and
     ``discrete_laplace_delta(ε₀, rounds, ε)``, ``zcdp_epsilon(ρ, rounds, δ)``, and
     ``discrete_gaussian_epsilon_with_tv(σ, Δ, rounds, δ, tv)`` (tv: the total-variation bound of
-    all ``rounds`` releases' noise together); and the attribute ``zcdp_conversion = "cks20"``
-    (ε(δ) of a Rényi curve is CKS20 Prop. 12 at the best order: checked to 10⁻⁹); and
+    all ``rounds`` releases' noise together) and ``discrete_gaussian_delta_with_tv(σ, Δ, rounds,
+    ε, tv)`` (the profile's other side, tv = 0 included); and the attribute
+    ``zcdp_conversion = "cks20"`` (ε(δ) of a Rényi curve is CKS20 Prop. 12 at the best order:
+    checked to 10⁻⁹); and
     ``sampler_tv_exports(tv)`` (name and call, with its defaults, of every export of an event
     whose noise carries sampler TV ``tv``: with tv > 0 each must refuse); and
     ``kls21_sensitivities(l2_clip, granularity, dimension, beta)`` ((Δ₁, Δ₂) of a clipped

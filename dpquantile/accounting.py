@@ -1477,10 +1477,16 @@ def _smallest_epsilon(profile: Callable[[float], float], delta: float, *, upper:
 
     root = optimize.brentq(lambda eps: profile(eps) - delta, 0.0, upper, xtol=1e-14, rtol=1e-14)
     candidate = float(root)
-    for _ in range(64):  # step up until the computed δ is certainly within the target
+    # Step up until the computed δ is certainly within the target. brentq stops within
+    # xtol + rtol·|root| of the crossing, an absolute 1e-14 that is many ulps of a small ε:
+    # start at that width and double (64 doublings pass any ``upper``), so the first ε that
+    # passes lies within about twice that distance of the crossing.
+    step = 1e-14 * (1.0 + candidate)
+    for _ in range(64):
         if profile(candidate) <= delta:
             return min(candidate, upper)
-        candidate = math.nextafter(candidate, math.inf) * (1.0 + 1e-15)
+        candidate += step
+        step *= 2.0
     return upper
 
 

@@ -12,6 +12,7 @@ __all__ = [
     "examples",
     "fraction",
     "integer_list",
+    "nonnegative_float",
     "nonnegative_int",
     "positive_float",
     "positive_int",
@@ -79,6 +80,24 @@ def positive_float(text: str) -> float:
     value = _number(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number ≥ 0.
+
+    Examples
+    --------
+    >>> nonnegative_float("0")
+    0.0
+    >>> nonnegative_float("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a finite number >= 0, got 'nan'
+    """
+    value = _number(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
 
 

@@ -269,24 +269,30 @@ def test_a_malicious_client_answering_unmask_lists_off_its_approved_set_fails_th
     from audits.attacks import unmask_rule_findings  # noqa: PLC0415
     from secagg.client import Client  # noqa: PLC0415
 
-    assert unmask_rule_findings(4, 0) == (3, [])
+    assert unmask_rule_findings(4, 0) == (5, [])
     strict = audit_attacks(_Target(_OneAttackSurface()))
     assert strict.verdict is Verdict.PASS
-    assert strict.details["unmask_rule_deviations_tried"] == 6
+    # 5 deviations in malicious mode, the 2 repeated ids in semi-honest mode; both graphs.
+    assert strict.details["unmask_rule_deviations_tried"] == 14
     original = Client._check_unmask_lists
 
     def lenient(self: Any, message: Any) -> None:
+        if not self.config.malicious:  # the mutant's test sits in the malicious branch
+            return original(self, message)
         signed = set(self._survivor_view)
         exact = tuple(v for v in self._members if v in signed)
-        original(self, dataclasses.replace(message, survivors=exact))
+        return original(self, dataclasses.replace(message, survivors=exact))
 
     monkeypatch.setattr(Client, "_check_unmask_lists", lenient)
     tried, findings = unmask_rule_findings(None, 0)
-    assert tried == 3 and len(findings) == 2  # the dropped list is still compared
+    assert tried == 5 and len(findings) == 3  # the dropped list is still compared
     assert "survivors reversed" in findings[0] and "survivor 8 left out" in findings[1]
+    assert "survivor 8 listed twice" in findings[2]  # the lenient check drops the repeat too
     result = audit_attacks(_Target(_OneAttackSurface()))
-    assert result.verdict is Verdict.FAIL and result.value == 4
-    assert all(f.startswith("malicious: ") for f in result.findings if "off the set" in f)
+    # 3 per graph, all in malicious mode
+    assert result.verdict is Verdict.FAIL and result.value == 6
+    ruled = [f for f in result.findings if "must refuse" in f]
+    assert len(ruled) == 6 and all(f.startswith("malicious (") for f in ruled)
 
 
 def test_a_client_that_takes_an_earlier_sums_request_again_exposes_its_next_input(
@@ -337,4 +343,31 @@ def test_a_malicious_client_comparing_the_dropped_list_by_order_fails_the_rule(
     monkeypatch.setattr(Client, "_check_unmask_lists", prefix_ok)
     for neighbors in (None, 4):
         tried, findings = unmask_rule_findings(neighbors, 0)
-        assert tried == 3 and len(findings) == 1 and "dropped neighbour 8" in findings[0]
+        assert tried == 5 and len(findings) == 1 and "dropped neighbour 8 left" in findings[0]
+
+
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_a_client_answering_a_request_that_lists_a_dropped_neighbour_twice_fails_the_rule(
+    monkeypatch: pytest.MonkeyPatch, threat_model: str
+) -> None:
+    # The held-out-7 survivor `len(set(dropped)) > len(dropped)`: the repeat test on the dropped
+    # list never fires; in semi-honest mode the client answers the malformed request (sending
+    # that neighbour's key share twice). Malicious mode still refuses it on exactness, so the
+    # planted defect removes the repeat before the exactness rule too.
+    import dataclasses  # noqa: PLC0415
+
+    from audits.attacks import unmask_rule_findings  # noqa: PLC0415
+    from secagg.client import Client  # noqa: PLC0415
+
+    original = Client._check_unmask_lists
+
+    def repeats_ok(self: Any, message: Any) -> None:
+        once = tuple(dict.fromkeys(message.dropped))
+        original(self, dataclasses.replace(message, dropped=once))
+
+    monkeypatch.setattr(Client, "_check_unmask_lists", repeats_ok)
+    for neighbors in (None, 4):
+        tried, findings = unmask_rule_findings(neighbors, 0, threat_model)
+        assert tried == (2 if threat_model == "semi-honest" else 5)
+        assert len(findings) == 1 and "dropped neighbour 8 listed twice" in findings[0]
+        assert findings[0].startswith(f"{threat_model} (")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,9 @@ from audits import (
     audit_sampler_timing,
     run_audits,
 )
+from audits.cli import _time_limit, build_parser
 from audits.ours import _OurSansIO
+from audits.suite import FAST_TIME_LIMIT
 from audits.targets import (
     AccountantUnderTest,
     AuditTarget,
@@ -282,6 +285,42 @@ def test_an_audit_that_raises_is_a_failure_not_a_crash() -> None:
 
     [result] = run_audits(Broken(), only=[4])
     assert result.verdict is Verdict.FAIL and "boom" in result.findings[0]
+
+
+def test_an_audit_that_hangs_fails_on_its_time_budget_and_the_next_one_runs() -> None:
+    swallowed = []
+
+    class Hanging(_Base):
+        def accountant(self) -> AccountantUnderTest | None:
+            # A busy loop (the budget is CPU time); even an implementation catching every
+            # Exception cannot swallow it.
+            while True:
+                try:
+                    sum(range(1000))
+                except Exception as exc:  # pragma: no cover — must never happen
+                    swallowed.append(exc)
+
+        def samplers(self) -> Sequence[SamplerUnderTest]:
+            return ()
+
+    start = time.perf_counter()
+    hung, after = run_audits(Hanging(), only=[4, 1], time_limit=0.5)
+    assert time.perf_counter() - start < 30.0 and not swallowed
+    assert hung.verdict is Verdict.FAIL and hung.details["time_limit"] == 0.5
+    assert "did not finish within 0.5 s of CPU" in hung.findings[0]
+    assert hung.value >= 0.5  # type: ignore[operator]
+    assert after.verdict is Verdict.NOT_APPLICABLE  # the suite went on, the alarm cancelled
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+
+
+def test_the_cli_budget_is_the_fast_tier_default_and_zero_disables_it() -> None:
+    parse = build_parser().parse_args
+    assert _time_limit(parse([])) == FAST_TIME_LIMIT
+    assert _time_limit(parse(["--tier", "deep"])) is None
+    assert _time_limit(parse(["--time-limit", "0"])) is None
+    assert _time_limit(parse(["--tier", "deep", "--time-limit", "5"])) == 5.0
+    with pytest.raises(SystemExit):
+        parse(["--time-limit", "-1"])
 
 
 def test_records_are_json_serialisable() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import dpquantile
 from audits.ours import OurTarget
 from audits.privacy_audits import audit_accountant
 from audits.targets import AuditTarget
@@ -105,3 +106,32 @@ def test_a_composed_profile_that_floors_its_centre_is_caught(
     understated = [f for f in result.findings if "privacy understated" in f]
     assert result.verdict.value == "fail" and understated
     assert all(" T=3 " in f for f in understated)
+
+
+class _RenyiAtSmallEpsilon(_Looser):
+    """Our accountant, but falling back to the Rényi bound wherever the exact ε is below 0.01
+    (what the root finder's step-up did before 2026-12-07 at some small ε)."""
+
+    def discrete_gaussian_epsilon(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float
+    ) -> float:
+        exact = float(self._inner.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta))
+        if exact >= 0.01:
+            return exact
+        accountant = dpquantile.ZCDPAccountant().compose(
+            dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity), count=rounds
+        )
+        return float(accountant.epsilon_renyi(delta))
+
+
+def test_a_loose_fallback_at_small_epsilon_where_exactness_is_claimed_is_caught() -> None:
+    result = audit_accountant(OurTarget())
+    assert result.details["small_epsilon_exactness_points"] == 92
+    target = _Target(1.0, says_exact=True)
+    target._looser = _RenyiAtSmallEpsilon(OurTarget().accountant(), 1.0, says_exact=True)
+    caught = audit_accountant(target)
+    assert caught.verdict.value == "fail"
+    small = [f for f in caught.findings if "where the exact ε is" in f]
+    # Every point with an exact ε below 0.01 (of 12 between 10⁻³ and 0.05) where δ ≤ 0.1.
+    assert small and all("although the accountant states" in f for f in small)
+    assert len(small) == len(caught.findings)

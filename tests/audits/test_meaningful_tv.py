@@ -10,6 +10,7 @@ from typing import Any
 from audits.ours import OurTarget
 from audits.privacy_audits import (
     _ACCOUNTANT_GRID,
+    _delta_side_checks,
     _meaningful_tv_checks,
     _smallest_certified_epsilon,
 )
@@ -74,3 +75,41 @@ def test_an_accountant_giving_up_only_below_epsilon_one_is_caught() -> None:
     small = [r for r in rows if r["certified"] < 1.0]
     assert len(findings) == len(small) > 0
     assert all("claimed ε = ∞ where ε =" in f for f in findings)
+
+
+def test_ours_states_delta_of_epsilon_at_or_above_the_certified_profile() -> None:
+    findings: list[str] = []
+    rows = _delta_side_checks(OurTarget().accountant(), _ACCOUNTANT_GRID["fast"], findings)
+    assert findings == [] and len(rows) == 5 * 2 * 2 * 4 * 3
+    # Where the profile is exact (η = 0, one release) ours states it, to 10⁻⁶.
+    exact = [r for r in rows if r["tv"] == 0 and r["rounds"] == 1 and r["certified"] > 1e-12]
+    assert exact and all(abs(r["claimed"] / r["certified"] - 1) < 1e-6 for r in exact)
+
+
+class _DeltaOff:
+    """Our accountant's δ(ε), but the TV term divided instead of added (the held-out-8
+    survivor `base / (1 + e^ε) * η`), or the profile halved."""
+
+    def __init__(self, halved: bool) -> None:
+        self._real: Any = OurTarget().accountant()
+        self.halved = halved
+
+    def discrete_gaussian_delta_with_tv(
+        self, sigma: float, sensitivity: float, rounds: int, epsilon: float, tv: float
+    ) -> float:
+        base = float(
+            self._real.discrete_gaussian_delta_with_tv(sigma, sensitivity, rounds, epsilon, 0.0)
+        )
+        if self.halved:
+            return base / 2
+        return base if tv == 0 else base / (1.0 + math.exp(epsilon)) * tv
+
+
+def test_an_accountant_understating_delta_of_epsilon_is_caught() -> None:
+    grid = _ACCOUNTANT_GRID["fast"]
+    for halved in (False, True):
+        findings: list[str] = []
+        rows = _delta_side_checks(_DeltaOff(halved), grid, findings)
+        wrong = [r for r in rows if (halved or r["tv"] > 0) and r["certified"] > 1e-290]
+        assert len(findings) == len(wrong) > 0
+        assert all("(privacy understated)" in f for f in findings)

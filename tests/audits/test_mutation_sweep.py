@@ -144,8 +144,9 @@ def test_where_a_raise_came_from_is_recorded_and_counted() -> None:
 
     runs = [raised("secagg.server"), raised("dpquantile.samplers"), raised("audits.attacks")]
     runs += [_survivor("r", "raised"), _survivor("k", "killed")]  # an older sweep: no field
+    runs += [raised("time budget")]  # a hang stopped by the suite's budget
     where = score(runs, {})["raised_where"]
-    assert where == {"library": 2, "audits": 1, "unrecorded": 1}
+    assert where == {"library": 2, "audits": 1, "time budget": 1, "unrecorded": 1}
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
     assert refusal_findings(target.accountant()) == (62, [])
     assert refusal_findings(target.graph_parameters()) == (27, [])
-    assert refusal_findings(target.secure_sum()) == (14, [])
+    assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (9, [])
     assert refusal_findings(target.mask_prg()) == (6, [])
 
@@ -40,6 +40,33 @@ def test_a_tv_of_one_accepted_is_caught(monkeypatch: pytest.MonkeyPatch) -> None
     _, findings = refusal_findings(OurTarget().accountant())
     assert findings == [
         "DiscreteGaussian(sampler_tv_bound=1.0) accepted (returned a DiscreteGaussian)"
+    ]
+
+
+def test_a_client_id_check_by_identity_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The held-out-8 survivor `1 <= client_id is not MAX_ID`: ids past the wire format are
+    # accepted and the largest valid one (passed as the very object MAX_ID) refused.
+    import secagg.client as client_module  # noqa: PLC0415
+
+    real = client_module.Client.__init__
+    largest = client_module.MAX_ID
+
+    def by_identity(self: Any, config: Any, client_id: int, **kwargs: Any) -> None:
+        if client_id is largest:
+            raise ValueError(f"client_id must lie in [1, {largest}]; got {client_id}")
+        if client_id > largest:
+            client_id = 1  # accepted: built as a valid client
+        real(self, config, client_id, **kwargs)
+
+    monkeypatch.setattr(client_module.Client, "__init__", by_identity)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _, findings = refusal_findings(OurTarget().secure_sum())
+    assert findings == [
+        f"Client(client_id={largest + 1}) accepted (returned a Client)",
+        f"Client(client_id={2**64}) accepted (returned a Client)",
+        f"Client(client_id={largest}) not served, though documented as valid (ValueError: "
+        f"client_id must lie in [1, {largest}]; got {largest})",
     ]
 
 

@@ -53,6 +53,33 @@ def test_a_sampler_stating_less_variance_than_requested_fails() -> None:
     assert all("below the σ² charged" in finding for finding in result.findings)
 
 
+@pytest.mark.parametrize("wrong", ["raises", "one value"])
+def test_a_sampler_refusing_a_draw_of_size_zero_fails(wrong: str) -> None:
+    # The held-out-8 survivor `count < 0` in the block path's draw: size 0 (valid) raises.
+    @dataclasses.dataclass(frozen=True)
+    class NoEmpty(_OurSampler):
+        def prepare(self, sigma: float) -> Any:
+            real = super().prepare(sigma)
+
+            def draw(size: int, seed: int) -> Any:
+                if size == 0 and sigma >= 64:
+                    if wrong == "raises":
+                        raise ValueError("need at least one array to concatenate")
+                    return real(1, seed)
+                return real(size, seed)
+
+            return draw
+
+    class Target(OurTarget):
+        def samplers(self) -> Sequence[Any]:
+            return (NoEmpty("fast", "FastDiscreteGaussian", exact=False),)
+
+    result = audit_sampler_exactness(Target())
+    assert result.verdict is Verdict.FAIL
+    assert [f.partition(":")[0] for f in result.findings] == ["fast σ=64.0", "fast σ=1000.0"]
+    assert all("a draw of size 0" in f for f in result.findings)
+
+
 def test_reported_secrecy_and_connectivity_bits_are_checked_when_given() -> None:
     recovery, secrecy, disconnection = Fraction(1, 2**30), Fraction(1, 2**50), Fraction(1, 2**45)
     honest = (-30.0, 44.95560588, 50.0, 45.0)

@@ -167,6 +167,20 @@ def test_never_below_the_exact_epsilon(event: DiscreteGaussian, delta: float) ->
     assert exact <= accountant.epsilon_renyi(delta) <= accountant.epsilon_simple(delta)
 
 
+@pytest.mark.parametrize(
+    ("sigma", "delta"),
+    # Small exact ε, where brentq's absolute tolerance is many ulps: before 2026-12-07 the step
+    # up from its root ran out and ε fell back to the Rényi bound (0.144 and 0.0233 here).
+    [(3.0, 0.1326920092316644), (20.0, 0.018169727314971323), (7.5, 0.0527187)],
+)
+def test_a_small_exact_epsilon_is_the_smallest_one_certified(sigma: float, delta: float) -> None:
+    accountant = ZCDPAccountant().compose(DiscreteGaussian(sigma=sigma, l2_sensitivity=1.0))
+    epsilon = accountant.epsilon(delta)
+    assert epsilon < 0.01 < accountant.epsilon_renyi(delta)
+    assert accountant.delta(epsilon) <= delta
+    assert accountant.delta(epsilon * (1 - 1e-6)) > delta  # nothing certified much below it
+
+
 @given(rho=rhos, delta=deltas)
 @settings(max_examples=40, deadline=None)
 def test_delta_inverts_epsilon(rho: float, delta: float) -> None:
