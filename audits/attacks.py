@@ -986,8 +986,9 @@ def _off_rule_requests(request: Any, victim: int) -> list[tuple[str, Any]]:
     """Unmask requests to ``victim`` off the lists it approved, each list changed alone: its
     survivors reversed, one survivor other than the victim left out (dropped list exact), one
     dropped neighbour left out (survivor list exact), one dropped neighbour listed twice, one
-    survivor listed twice. The third and fourth need a dropped neighbour: without one they are
-    the exact request itself (never sent — :func:`unmask_rule_findings` makes one drop)."""
+    survivor listed twice, a client of no round named as a survivor. The third and fourth need
+    a dropped neighbour: without one they are the exact request itself (never sent —
+    :func:`unmask_rule_findings` makes one drop)."""
     survivors, dropped = request.survivors, request.dropped
     others = [v for v in survivors if v != victim]
     last = dropped[-1:] or (None,)
@@ -1009,31 +1010,38 @@ def _off_rule_requests(request: Any, victim: int) -> list[tuple[str, Any]]:
             f"survivor {others[-1]} listed twice",
             dataclasses.replace(request, survivors=(*survivors, others[-1])),
         ),
+        (
+            f"client {_STRANGER}, not a neighbour, listed as a survivor",
+            dataclasses.replace(request, survivors=(*survivors, _STRANGER)),
+        ),
     ]
 
 
+#: A client id in no audited round (rounds have 8 clients at most).
+_STRANGER = 99
+
 #: Which deviations of :func:`_off_rule_requests` each mode must refuse: the malicious mode all
-#: (its lists must be exactly the approved set's), both modes a repeated id (a malformed
-#: request: ``Client`` refuses it before any mode-specific rule).
+#: (its lists must be exactly the approved set's), both modes a repeated id or a client that is
+#: not a neighbour (a malformed request: ``Client`` refuses it before any mode-specific rule).
 RULE_DEVIATIONS: dict[str, tuple[int, ...]] = {
-    "malicious": (0, 1, 2, 3, 4),
-    "semi-honest": (3, 4),
+    "malicious": (0, 1, 2, 3, 4, 5),
+    "semi-honest": (3, 4, 5),
 }
 
 
 def unmask_rule_findings(
     neighbors: int | None, seed: int, threat_model: str = "malicious"
 ) -> tuple[int, list[str]]:
-    """A client answers an unmask request only if its lists are well formed (no repeated id,
-    both modes) and, in malicious mode, exactly what its approved survivor set implies
-    (``secagg/malicious_security.md`` §1, step 4).
+    """A client answers an unmask request only if its lists are well formed (no repeated id, no
+    client outside its neighbourhood; both modes) and, in malicious mode, exactly what its
+    approved survivor set implies (``secagg/malicious_security.md`` §1, step 4).
 
     In a fresh round per deviation (:data:`RULE_DEVIATIONS`), one honest client with more than
     t listed survivors (t stays met) is sent the request with one list changed and the other
     exact — its survivor list reversed, or one other survivor left out, or (client 8 gone
     before its masked input) one dropped neighbour left out or listed twice, or one survivor
-    listed twice — and must refuse (abort, no answer); the others are sent the exact request
-    and must answer.
+    listed twice, or a client of no round listed as a survivor — and must refuse (abort, no
+    answer); the others are sent the exact request and must answer.
 
     Parameters
     ----------
@@ -1042,7 +1050,7 @@ def unmask_rule_findings(
     seed
         Seed of the parties' randomness.
     threat_model
-        ``"malicious"`` (every deviation) or ``"semi-honest"`` (the repeated ids).
+        ``"malicious"`` (every deviation) or ``"semi-honest"`` (the malformed requests).
 
     Returns
     -------
@@ -1053,9 +1061,9 @@ def unmask_rule_findings(
     Examples
     --------
     >>> unmask_rule_findings(None, 0)
-    (5, [])
+    (6, [])
     >>> unmask_rule_findings(4, 0, "semi-honest")
-    (2, [])
+    (3, [])
     """
     from secagg import ForwardedShares, UnmaskRequest  # noqa: PLC0415
 

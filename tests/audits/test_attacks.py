@@ -269,11 +269,11 @@ def test_a_malicious_client_answering_unmask_lists_off_its_approved_set_fails_th
     from audits.attacks import unmask_rule_findings  # noqa: PLC0415
     from secagg.client import Client  # noqa: PLC0415
 
-    assert unmask_rule_findings(4, 0) == (5, [])
+    assert unmask_rule_findings(4, 0) == (6, [])
     strict = audit_attacks(_Target(_OneAttackSurface()))
     assert strict.verdict is Verdict.PASS
-    # 5 deviations in malicious mode, the 2 repeated ids in semi-honest mode; both graphs.
-    assert strict.details["unmask_rule_deviations_tried"] == 14
+    # 6 deviations in malicious mode, the 3 malformed requests in semi-honest mode; both graphs.
+    assert strict.details["unmask_rule_deviations_tried"] == 18
     original = Client._check_unmask_lists
 
     def lenient(self: Any, message: Any) -> None:
@@ -285,14 +285,15 @@ def test_a_malicious_client_answering_unmask_lists_off_its_approved_set_fails_th
 
     monkeypatch.setattr(Client, "_check_unmask_lists", lenient)
     tried, findings = unmask_rule_findings(None, 0)
-    assert tried == 5 and len(findings) == 3  # the dropped list is still compared
+    assert tried == 6 and len(findings) == 4  # the dropped list is still compared
     assert "survivors reversed" in findings[0] and "survivor 8 left out" in findings[1]
-    assert "survivor 8 listed twice" in findings[2]  # the lenient check drops the repeat too
+    # The lenient check drops the repeat and the stranger too.
+    assert "survivor 8 listed twice" in findings[2] and "client 99" in findings[3]
     result = audit_attacks(_Target(_OneAttackSurface()))
-    # 3 per graph, all in malicious mode
-    assert result.verdict is Verdict.FAIL and result.value == 6
+    # 4 per graph, all in malicious mode
+    assert result.verdict is Verdict.FAIL and result.value == 8
     ruled = [f for f in result.findings if "must refuse" in f]
-    assert len(ruled) == 6 and all(f.startswith("malicious (") for f in ruled)
+    assert len(ruled) == 8 and all(f.startswith("malicious (") for f in ruled)
 
 
 def test_a_client_that_takes_an_earlier_sums_request_again_exposes_its_next_input(
@@ -343,7 +344,7 @@ def test_a_malicious_client_comparing_the_dropped_list_by_order_fails_the_rule(
     monkeypatch.setattr(Client, "_check_unmask_lists", prefix_ok)
     for neighbors in (None, 4):
         tried, findings = unmask_rule_findings(neighbors, 0)
-        assert tried == 5 and len(findings) == 1 and "dropped neighbour 8 left" in findings[0]
+        assert tried == 6 and len(findings) == 1 and "dropped neighbour 8 left" in findings[0]
 
 
 @pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
@@ -368,6 +369,33 @@ def test_a_client_answering_a_request_that_lists_a_dropped_neighbour_twice_fails
     monkeypatch.setattr(Client, "_check_unmask_lists", repeats_ok)
     for neighbors in (None, 4):
         tried, findings = unmask_rule_findings(neighbors, 0, threat_model)
-        assert tried == (2 if threat_model == "semi-honest" else 5)
+        assert tried == (3 if threat_model == "semi-honest" else 6)
         assert len(findings) == 1 and "dropped neighbour 8 listed twice" in findings[0]
         assert findings[0].startswith(f"{threat_model} (")
+
+
+def test_a_client_answering_a_request_that_names_a_stranger_fails_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out-8 survivor `(set(survivors) & set(dropped)) - members`: ids outside the
+    # client's neighbourhood are no longer refused; semi-honest clients answer such a request.
+    import dataclasses  # noqa: PLC0415
+
+    from audits.attacks import unmask_rule_findings  # noqa: PLC0415
+    from secagg.client import Client  # noqa: PLC0415
+
+    original = Client._check_unmask_lists
+
+    def strangers_ok(self: Any, message: Any) -> None:
+        known = set(self._members)
+        original(
+            self,
+            dataclasses.replace(
+                message, survivors=tuple(v for v in message.survivors if v in known)
+            ),
+        )
+
+    monkeypatch.setattr(Client, "_check_unmask_lists", strangers_ok)
+    for neighbors in (None, 4):
+        tried, findings = unmask_rule_findings(neighbors, 0, "semi-honest")
+        assert tried == 3 and len(findings) == 1 and "client 99, not a neighbour" in findings[0]
