@@ -1106,6 +1106,8 @@ def _shamir_refusals(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]:
 
 # Ring widths of every storage class: ≤ 32 bits (uint32 words), 33–63 and 64 (uint64 words).
 _MASK_BITS = (1, 2, 3, 4, 5, 31, 32, 33, 48, 63, 64)
+#: An odd mask length past 2^17 (no power-of-two chunk size divides it).
+_LONG_MASK = (1 << 17) + 3
 _MASKED_INPUT_BITS = (2, 3, 4, 33, 64)
 _SLICE = 4  # bits per slice of a wide ring: χ² over 16 cells
 
@@ -1185,6 +1187,19 @@ def _mask_checks(
                     findings.append(f"mask not uniform on Z_2^{bits}{where}: χ² p = {p:.2g}")
     # Binding: one seed in two sessions, and seeds differing in two bytes, give different masks.
     key = rng.integers(0, 256, size=masks.seed_bytes, dtype=np.uint8).tobytes()
+    # A long vector of odd length (past any power-of-two chunking of the keystream), in each
+    # width class of rings: served whole, every entry in Z_M.
+    for bits in (32, 33, 64):
+        try:
+            long = masks.expand(key, bits, _LONG_MASK, b"session-long")
+        except Exception as exc:  # a valid length refused: a finding, not a crash
+            findings.append(f"M = 2^{bits}: a mask of {_LONG_MASK} entries raised {exc!r}"[:200])
+            continue
+        if long is not None and (
+            np.asarray(long).shape != (_LONG_MASK,)
+            or int(np.max(np.asarray(long, dtype=np.uint64))) >> bits
+        ):
+            findings.append(f"M = 2^{bits}: a mask of {_LONG_MASK} entries is short or off Z_M")
 
     def word_mask(seed_bytes: bytes, dimension: int, session: bytes) -> NDArray[np.uint64]:
         expanded = masks.expand(seed_bytes, 32, dimension, session)

@@ -397,6 +397,31 @@ def test_mask_check_catches_a_wide_ring_filled_from_one_32_bit_word(bits: int) -
     assert honest.details["masked_inputs"]["ring_bits"] == [2, 3, 4, 33, 64]
 
 
+@pytest.mark.parametrize("wrong", ["raises", "short"])
+def test_mask_check_catches_a_long_odd_mask_refused_or_cut(wrong: str) -> None:
+    # The held-out-8 survivor `min(chunk_words, total | start)`: a vector longer than one chunk
+    # whose length is no multiple of it makes masking raise.
+    from audits.protocol_audits import _LONG_MASK, _mask_checks  # noqa: PLC0415
+
+    real = OurTarget().mask_prg()
+    assert real is not None
+
+    class Chunked:
+        seed_bytes = real.seed_bytes
+        session_bound = real.session_bound
+
+        def expand(self, seed: bytes, width: int, dimension: int, session: bytes) -> Any:
+            if dimension > 1 << 16 and dimension % (1 << 15):
+                if wrong == "raises":
+                    raise ValueError("operands could not be broadcast together")
+                dimension -= dimension % (1 << 15)
+            return real.expand(seed, width, dimension, session)
+
+    _, findings, _ = _mask_checks(Chunked(), "fast", 0)  # type: ignore[arg-type]
+    assert len(findings) == 3 and all(f"a mask of {_LONG_MASK} entries" in f for f in findings)
+    assert _mask_checks(real, "fast", 0)[1] == []
+
+
 def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -> None:
     class Forgetful(_OurSansIO):
         """After answering, the client forgets it did: state and held shares come back. (The
