@@ -803,6 +803,37 @@ def _kls21_export_checks(accountant: Any, findings: list[str]) -> None:
             )
 
 
+#: (σ, Δ, T) of a history far past ours' exact region (405 000 support points against 2^14):
+#: documented to take the Rényi route (``accounting_composed.md``).
+_LONG_HISTORY = (10.0, 1.0, 1000)
+#: CPU seconds one accountant query may take there (ours: ≈ 0.3 s on first use).
+_QUERY_CPU_LIMIT = 5.0
+
+
+def _long_history_check(accountant: Any, findings: list[str]) -> dict[str, Any]:
+    """One query for a long history (:data:`_LONG_HISTORY`, δ = 10⁻⁵): sound against the exact
+    profile (FFT-convolved here), and answered within :data:`_QUERY_CPU_LIMIT` s of CPU time —
+    an accountant must not convolve 405 000 support points where it documents a closed form
+    (an exact profile past its size cap costs σ²T²)."""
+    sigma, sensitivity, rounds = _LONG_HISTORY
+    start = time.process_time()
+    claimed = float(accountant.discrete_gaussian_epsilon(sigma, sensitivity, rounds, 1e-5))
+    used = time.process_time() - start
+    curve = composed_discrete_gaussian_delta(sigma, sensitivity, rounds)
+    exact = epsilon_from_delta_curve(curve, 1e-5)
+    where = f"σ={sigma} Δ={sensitivity} T={rounds} δ=1e-05"
+    if not claimed >= exact * (1 - 1e-9) - 1e-9:
+        findings.append(
+            f"{where}: claimed ε {claimed:.4f} < exact {exact:.4f} (privacy understated)"
+        )
+    if used > _QUERY_CPU_LIMIT:
+        findings.append(
+            f"{where}: one ε query took {used:.3g} s of CPU (limit {_QUERY_CPU_LIMIT:g} s): a "
+            "history this long must take the closed-form route"
+        )
+    return {"claimed": claimed, "exact": exact, "cpu_seconds": round(used, 3)}
+
+
 #: Exact ε at which :func:`_small_epsilon_exactness` asks for δ(ε) and back (δ ≤ 0.1 only).
 _SMALL_EPSILONS = tuple(float(e) for e in np.geomspace(1e-3, 0.05, 12))
 
@@ -935,6 +966,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     tv_rows = _sampler_tv_checks(target, accountant, grid, findings)
     meaningful_tv_rows = _meaningful_tv_checks(accountant, grid, findings)
     delta_side_rows = _delta_side_checks(accountant, grid, findings)
+    long_history = _long_history_check(accountant, findings)
     kls21_rows = _kls21_checks(accountant, tier, findings)
     laplace_rows = _discrete_laplace_checks(accountant, tier, findings)
     zcdp_rows = _zcdp_checks(accountant, tier, findings)
@@ -980,6 +1012,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "meaningful_tv_rows": meaningful_tv_rows,
             "delta_side_rows": delta_side_rows,
             "small_epsilon_exactness_points": small_exact,
+            "long_history": long_history,
         },
         seconds=time.perf_counter() - start,
         power="any ε understated at its grid points (exact recomputation; deterministic)",

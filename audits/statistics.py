@@ -211,6 +211,15 @@ def gaussian_trade_off(alpha: ArrayLike, mu: float) -> NDArray[np.float64]:
 _DIRECT_CONVOLUTION_POINTS = 1 << 17
 
 
+def _flush_tiny(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Masses below 10⁻¹⁵⁰ set to 0, so that no product of two kept masses is subnormal:
+    subnormal arithmetic made a direct convolution several times slower for some (σ, T)
+    (audit 4's (5, 1, 89): 1.3 s → 0.3 s). Dropped, they move any δ(ε) by less than the
+    support's size × 10⁻¹⁵⁰ — far below every δ the audits decide on."""
+    values[values < 1e-150] = 0.0
+    return values
+
+
 @functools.lru_cache(maxsize=128)  # audit 4 asks for the same (σ, Δ, T) in several checks
 def composed_discrete_gaussian_delta(
     sigma: float, sensitivity: float, rounds: int
@@ -230,7 +239,7 @@ def composed_discrete_gaussian_delta(
     """
     reach = math.ceil(40.0 * sigma) + 10
     support = np.arange(-reach, reach + 1, dtype=np.int64)
-    pmf = discrete_gaussian_pmf(support, sigma)
+    pmf = _flush_tiny(discrete_gaussian_pmf(support, sigma))
     total = pmf.copy()
     low = -reach
     # Exponentiation by squaring keeps the number of convolutions at O(log T). Direct
@@ -240,7 +249,7 @@ def composed_discrete_gaussian_delta(
 
     def convolve(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
         if direct:
-            return np.asarray(np.convolve(a, b), dtype=np.float64)
+            return _flush_tiny(np.asarray(np.convolve(a, b), dtype=np.float64))
         return np.asarray(np.clip(signal.fftconvolve(a, b), 0.0, None), dtype=np.float64)
 
     power, base, base_low = rounds - 1, pmf.copy(), -reach

@@ -135,3 +135,35 @@ def test_a_loose_fallback_at_small_epsilon_where_exactness_is_claimed_is_caught(
     # Every point with an exact ε below 0.01 (of 12 between 10⁻³ and 0.05) where δ ≤ 0.1.
     assert small and all("although the accountant states" in f for f in small)
     assert len(small) == len(caught.findings)
+
+
+def test_a_long_history_answered_slowly_or_unsoundly_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The held-out survivors that drop the composed profile's size cap (`== 2^14`, `& 1`):
+    # T = 1000 releases at σ = 10 convolved exactly, ≈ 10 s of CPU for one query.
+    from audits import privacy_audits  # noqa: PLC0415
+
+    findings: list[str] = []
+    row = privacy_audits._long_history_check(OurTarget().accountant(), findings)
+    assert findings == [] and row["claimed"] >= row["exact"]
+    assert row["cpu_seconds"] < privacy_audits._QUERY_CPU_LIMIT
+
+    class Spinning(_Looser):
+        def discrete_gaussian_epsilon(
+            self, sigma: float, sensitivity: float, rounds: int, delta: float
+        ) -> float:
+            sum(range(200_000))  # some CPU, past the lowered limit below
+            return super().discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta)
+
+    understated: list[str] = []
+    privacy_audits._long_history_check(
+        _Looser(OurTarget().accountant(), 0.9, says_exact=True), understated
+    )
+    assert len(understated) == 1 and "(privacy understated)" in understated[0]
+    monkeypatch.setattr(privacy_audits, "_QUERY_CPU_LIMIT", 1e-4)
+    slow: list[str] = []
+    privacy_audits._long_history_check(
+        Spinning(OurTarget().accountant(), 1.0, says_exact=True), slow
+    )
+    assert len(slow) == 1 and "s of CPU (limit 0.0001 s)" in slow[0]
