@@ -291,6 +291,8 @@ _STATED = {
     ("mutation_sweep_2026-12-06-heldout6.json", "heldout6-final-audits.json"): (107, 214, 226),
     ("mutation_sweep_2026-12-07-heldout7.json", None): (68, 161, 181),
     ("mutation_sweep_2026-12-07-heldout7.json", "heldout7-final-audits.json"): (75, 168, 180),
+    ("mutation_sweep_2026-12-07-heldout8.json", None): (31, 73, 82),
+    ("mutation_sweep_2026-12-07-heldout8.json", "heldout8-final-audits.json"): (37, 79, 82),
 }
 
 
