@@ -130,10 +130,11 @@ def _crashed(
     )
 
 
-#: CPU-time budget of one fast-tier audit, in seconds, as ``secagg-dp-audit`` applies it: about
-#: ten times the heaviest audit on our code (audit 4, ≈ 5–12 s of CPU) and far more than any
-#: audit needs on the Flower and OpenFL targets, so only a hang or a gross slowdown reaches it.
-#: CPU time, not wall time: a machine loaded by other work does not bring an audit nearer it.
+#: CPU-time budget of one fast-tier audit, in seconds, as ``secagg-dp-audit`` applies it:
+#: several times the heaviest audit on our code (audit 5 ≈ 10 s on an idle CI-class machine;
+#: audit 4 measured up to ≈ 13 s of CPU on a loaded one) and far more than any audit needs on the
+#: Flower and OpenFL targets (≤ 8 s), so only a hang or a gross slowdown reaches it. CPU time,
+#: not wall time: a machine loaded by other work does not bring an audit nearer it.
 FAST_TIME_LIMIT = 60.0
 
 
