@@ -131,21 +131,23 @@ class _OurAccountant:
             )
         return float(dpquantile.ZCDPAccountant().compose(event).epsilon(delta))
 
-    def discrete_gaussian_epsilon_with_tv(
-        self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
-    ) -> float:
+    @staticmethod
+    def _with_tv(sigma: float, sensitivity: float, rounds: int, tv: float) -> Any:
+        """T releases whose noise together is within TV ``tv`` of the ideal (tv/T per draw)."""
         event = dpquantile.DiscreteGaussian(
             sigma=sigma, l2_sensitivity=sensitivity, sampler_tv_bound=tv / rounds
         )
-        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
+        return dpquantile.ZCDPAccountant().compose(event, count=rounds)
+
+    def discrete_gaussian_epsilon_with_tv(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
+    ) -> float:
+        return float(self._with_tv(sigma, sensitivity, rounds, tv).epsilon(delta))
 
     def discrete_gaussian_delta_with_tv(
         self, sigma: float, sensitivity: float, rounds: int, epsilon: float, tv: float
     ) -> float:
-        event = dpquantile.DiscreteGaussian(
-            sigma=sigma, l2_sensitivity=sensitivity, sampler_tv_bound=tv / rounds
-        )
-        return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).delta(epsilon))
+        return float(self._with_tv(sigma, sensitivity, rounds, tv).delta(epsilon))
 
     # ε(δ) of a Rényi curve is CKS20 Prop. 12's conversion at its best order (audit 4 checks).
     zcdp_conversion = "cks20"
