@@ -6,12 +6,14 @@ names), so a mutant patched over a module (:mod:`audits.mutants`) is what the au
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import json
+import logging
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from importlib import resources
 from typing import Any, Literal
@@ -588,6 +590,30 @@ class _QuantileMechanism:
         return float(dpquantile.ZCDPAccountant().compose(self._event).epsilon(delta))
 
 
+@contextlib.contextmanager
+def _warnings_logged(name: str) -> Iterator[list[logging.LogRecord]]:
+    """The records of WARNING or above that logger ``name`` emits meanwhile, kept from the
+    console (the audits quiet the library's loggers: this one is heard, not shown)."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Keep(logging.WARNING)
+    logger = logging.getLogger(name)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
 class _SecureAverageDropout:
     """Zero vectors from 10 clients, noise planned for all 10; ``dropped`` leave before masking."""
 
@@ -627,7 +653,8 @@ class _SecureAverageDropout:
     ) -> PathRelease:
         if refuse_shortfall:
             raise ValueError("secure_weighted_average cannot refuse a shortfall")
-        result = self._run(dropped, seed, secure)
+        with _warnings_logged(secure_average.__name__) as logged:
+            result = self._run(dropped, seed, secure)
         step = float(result.quantization_step)
         total = np.rint(result.average * result.weight_sum / step)
         weight = round(result.weight_sum * encoding.WEIGHT_COORDINATE_SCALE * result.clip / step)
@@ -636,6 +663,7 @@ class _SecureAverageDropout:
             protocol_steps=None,
             survivors=tuple(int(u) for u in result.survivors),
             dropped=tuple(int(u) for u in result.dropped),
+            warned=bool(logged),  # its only warning on finite inputs: a shortfall
         )
 
 
@@ -689,13 +717,14 @@ class _QuantileDropout:
         self, dropped: Sequence[int], seed: int, *, secure: bool, refuse_shortfall: bool
     ) -> PathRelease:
         steps: list[str] = []
-        result = self._run(
-            dropped,
-            seed,
-            secure=secure,
-            refuse_shortfall=refuse_shortfall,
-            progress=lambda phase, done, total: steps.append(phase),
-        )
+        with _warnings_logged(dpquantile.quantile.__name__) as logged:
+            result = self._run(
+                dropped,
+                seed,
+                secure=secure,
+                refuse_shortfall=refuse_shortfall,
+                progress=lambda phase, done, total: steps.append(phase),
+            )
         released = np.asarray(result.released, dtype=np.float64)
         # The documented post-processing, from the released vector and the public survivor
         # count alone (HistogramTree.estimate with the reader dp_quantile was given).
@@ -716,6 +745,7 @@ class _QuantileDropout:
             float(recomputed),
             survivors=result.survivors,
             dropped=result.dropped,
+            warned=bool(logged),  # its only warning: a shortfall
         )
 
 

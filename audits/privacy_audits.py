@@ -1272,6 +1272,16 @@ def _path_problem(
         reported = _reported_problem(f"{where} ({path})", n, gone, release)
         if reported is not None:
             return reported
+        if release.warned is not None and release.warned != bool(gone):
+            return (
+                f"{where} ({path}): "
+                + (
+                    "released with fewer survivors than its noise was planned for, without "
+                    "the warning that its privacy is weaker than asked"
+                    if gone
+                    else "warned of a privacy shortfall although every client survived"
+                )
+            )
         if release.recomputed is None or release.estimate is None:
             continue
         if not math.isclose(release.estimate, release.recomputed, rel_tol=1e-12, abs_tol=1e-12):
@@ -1289,7 +1299,8 @@ def _release_path_checks(
     """Each aggregate offering :class:`ReleasePaths`, on random dropped sets: the secure and the
     simulated path release the same vector (both documented as the identical release); the
     secure path runs the protocol; who was summed and who was gone are reported as they were;
-    a reported statistic is post-processing of the release; and
+    a reported statistic is post-processing of the release; the user is warned of a shortfall
+    (fewer survivors than the noise was planned for) exactly when someone dropped; and
     where a shortfall refusal is asked for, any dropout is refused on both paths and a full
     round is released unchanged."""
     rows: list[dict[str, Any]] = []

@@ -243,7 +243,9 @@ class PathRelease:
     same statistic recomputed by the adapter from ``released`` alone with the implementation's
     public post-processing (``None``: not offered). ``survivors`` and ``dropped``: who the
     aggregate reports as summed and as gone — client ids, or counts where it reports only
-    counts (``None``: not reported).
+    counts (``None``: not reported). ``warned``: whether the implementation warned its user that
+    fewer clients survived than its noise was planned for, so the release is less private than
+    asked (``None``: it has no such warning).
     """
 
     released: NDArray[np.float64]
@@ -252,6 +254,7 @@ class PathRelease:
     recomputed: float | None = None
     survivors: tuple[int, ...] | int | None = None
     dropped: tuple[int, ...] | int | None = None
+    warned: bool | None = None
 
 
 @runtime_checkable

@@ -60,6 +60,9 @@ class _Planted(_QuantileDropout):
             released = real.released.copy()
             released[-1] += 1
             return dataclasses.replace(real, released=released)
+        if self.defect == "shortfall warning inverted":
+            # The held-out survivor (seed 8) `if event.rho <= rho:`: it warns on full rounds.
+            return dataclasses.replace(real, warned=not dropped)
         if self.defect == "dropped as a ratio":
             # The held-out survivor (seed 5) `dropped=n / survivors`: a float that is 1.0 when
             # nobody dropped.
@@ -72,6 +75,7 @@ class _Planted(_QuantileDropout):
     ("defect", "words"),
     [
         ("dropped as a ratio", "reports dropped"),
+        ("shortfall warning inverted", "privacy shortfall although every client survived"),
         ("inverted refusal", "refuse"),
         ("skips the protocol", "never ran the secure-sum protocol"),
         ("estimate from shifted counts", "post-processing"),
@@ -105,6 +109,16 @@ def test_who_was_summed_and_who_was_gone_are_reported_as_they_were() -> None:
     assert "reports dropped 1.25" in str(_reported_problem("x", 10, [2, 7], ratio))
     ids_off = dataclasses.replace(average, dropped=(2, 8))
     assert "reports dropped (2, 8)" in str(_reported_problem("x", 10, [2, 7], ids_off))
+
+
+def test_a_shortfall_is_warned_of_exactly_when_someone_dropped() -> None:
+    for aggregate in (_QuantileDropout(), _SecureAverageDropout()):
+        for secure in (False, True):
+            warned = [
+                aggregate.release(gone, 3, secure=secure, refuse_shortfall=False).warned
+                for gone in ([], [4])
+            ]
+            assert warned == [False, True], (aggregate.name, secure)
 
 
 def test_an_aggregate_without_paths_is_left_to_the_variance_test() -> None:
