@@ -830,14 +830,23 @@ class _OurSansIO:
     def damaged_snapshots(data: bytes) -> dict[str, bytes]:
         """Our snapshot (version, state, id, then u32-length-prefixed fields; secagg/client.py)
         with the last field's length one more than the bytes left: every field still reads
-        whole, only the length check can tell."""
+        whole, only the length check can tell; and with another format version (the next and
+        the previous) or a state past the last, the rest intact: "this build reads version"
+        its own only."""
         offset, last = 6, 6
         while offset + 4 <= len(data):
             last = offset
             offset += 4 + int.from_bytes(data[offset : offset + 4], "little")
         size = int.from_bytes(data[last : last + 4], "little")
         longer = data[:last] + (size + 1).to_bytes(4, "little") + data[last + 4 :]
-        return {"whose last field claims a byte more than is left": longer}
+        version = data[0]
+        return {
+            "whose last field claims a byte more than is left": longer,
+            "of the next format version": bytes([(version + 1) % 256]) + data[1:],
+            "of the previous format version": bytes([(version - 1) % 256]) + data[1:],
+            "in a state past the last": data[:1] + bytes([len(secagg.ClientState)]) + data[2:],
+            "in state 255": data[:1] + bytes([255]) + data[2:],
+        }
 
     @staticmethod
     def restore_bytes(client: Any, data: bytes) -> Any:

@@ -16,6 +16,8 @@ from audits.ours import _OurSampler, _OurSansIO
 from audits.privacy_audits import _kls21_export_checks, kls21_renyi_reference
 from audits.protocol_audits import _corrupt_snapshot_checks, _reported_bound_errors
 from audits.sampler_audits import _stated_variance_problem
+from secagg import ClientState
+from secagg.client import _SNAPSHOT_VERSION
 
 
 @pytest.mark.parametrize(
@@ -112,12 +114,33 @@ def test_damaged_snapshots_must_be_refused() -> None:
     ours = _OurSansIO()
     clients, *_ = ours.setup(n=5, degree=None, threshold=3, bits=16, dimension=3, seed=0)
     findings: list[str] = []
-    assert _corrupt_snapshot_checks(ours, dict(clients), "ours", findings) == 6
+    assert _corrupt_snapshot_checks(ours, dict(clients), "ours", findings) == 10
     assert findings == []
     lenient = _Lenient()
     tried = _corrupt_snapshot_checks(lenient, dict(clients), "lenient", findings)  # type: ignore[arg-type]
-    assert tried == 6 and len(findings) == 5
+    assert tried == 10 and len(findings) == 9
     assert any("last field claims a byte more" in finding for finding in findings)
+
+
+class _VersionBlind(_Lenient):
+    """Restores whatever format version the snapshot names (held-out 9's survivor: the version
+    test joined to the state test by `and`), the rest of the parser intact."""
+
+    def restore_bytes(self, client: Any, data: bytes) -> Any:
+        if len(data) > 1 and data[1] < len(ClientState):
+            data = bytes([_SNAPSHOT_VERSION]) + data[1:]
+        return self.real.restore_bytes(client, data)
+
+
+def test_a_snapshot_of_another_format_version_must_be_refused() -> None:
+    ours = _OurSansIO()
+    clients, *_ = ours.setup(n=5, degree=None, threshold=3, bits=16, dimension=3, seed=0)
+    findings: list[str] = []
+    _corrupt_snapshot_checks(_VersionBlind(), dict(clients), "blind", findings)  # type: ignore[arg-type]
+    assert findings == [
+        "restore (blind): a snapshot of the next format version was accepted",
+        "restore (blind): a snapshot of the previous format version was accepted",
+    ]
 
 
 def test_a_sampler_drawing_off_zero_at_a_vanishing_sigma_fails() -> None:
