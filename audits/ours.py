@@ -393,6 +393,12 @@ class _OurAccountant:
             # The documented ceiling σ ≤ 2^40 (dpquantile.MAX_EXACT_SIGMA), as a number: the
             # constant itself could be what is wrong.
             ("ExactDiscreteGaussian(sigma=1.01·2^40)", partial(exact, 1.01 * 2.0**40)),
+            # The fast sampler's TV bound is proved for σ ≤ 2^25 only (fast_sampler_proof.md §1;
+            # dpquantile.MAX_FAST_SIGMA), as a number for the same reason.
+            (
+                "FastDiscreteGaussian(sigma=1.01·2^25)",
+                partial(dpquantile.FastDiscreteGaussian, 1.01 * 2.0**25),
+            ),
         ]
         # Typed: a ring wider than the secure sum's 64 bits is a HeadroomError naming the bits
         # (2^20 clients at 2^43 grid points per count need 65), and an issued certificate is
@@ -437,6 +443,7 @@ class _OurAccountant:
         values = np.linspace(0.1, 0.9, 8)
         return (
             ("ExactDiscreteGaussian(sigma=2^40)", partial(dpquantile.ExactDiscreteGaussian, 2**40)),
+            ("FastDiscreteGaussian(sigma=2^25)", partial(dpquantile.FastDiscreteGaussian, 2**25)),
             (
                 "dp_quantile(min_survivors=1)",
                 lambda: dpquantile.dp_quantile(

@@ -17,11 +17,23 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (62, [])
+    assert refusal_findings(target.accountant()) == (64, [])
     assert refusal_findings(target.graph_parameters()) == (27, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (9, [])
     assert refusal_findings(target.mask_prg()) == (6, [])
+
+
+def test_a_fast_sampler_ceiling_past_its_proof_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out 9's survivor MAX_FAST_SIGMA = 2 << 25: σ up to 2^26 accepted, the TV bound being
+    # proved for σ ≤ 2^25 only (dpquantile/fast_sampler_proof.md §1).
+    from dpquantile import _fast_sampler  # noqa: PLC0415
+
+    monkeypatch.setattr(_fast_sampler, "MAX_FAST_SIGMA", float(2 << 25))
+    _, findings = refusal_findings(OurTarget().accountant())
+    assert findings == [
+        "FastDiscreteGaussian(sigma=1.01·2^25) accepted (returned a FastDiscreteGaussian)"
+    ]
 
 
 def test_a_tv_of_one_accepted_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
