@@ -88,7 +88,17 @@ class _OurSampler:
 
     @property
     def tv_bound(self) -> float:
-        return 0.0 if self.exact else dpquantile.FastDiscreteGaussian(1.0).tv_bound
+        # The largest it states: σ ≥ 64 draws from two alias tables (fast_sampler_proof.md §1).
+        return 0.0 if self.exact else dpquantile.FastDiscreteGaussian(64.0).tv_bound
+
+    def stated_tv(self, sigma: float) -> tuple[float, float]:
+        """(TV per draw the sampler states at σ, the bound its proof gives): η = 2^-193 +
+        2^-200 + 10^-75 below σ = 64, twice that from 64 on (fast_sampler_proof.md §1,
+        restated here); 0 and 0 for the exact sampler."""
+        if self.exact:
+            return 0.0, 0.0
+        proved = 2.0**-193 + 2.0**-200 + 1e-75
+        return dpquantile.FastDiscreteGaussian(sigma).tv_bound, proved * (2 if sigma >= 64 else 1)
 
     def stated_sigma_squared(self, sigma: float) -> tuple[Any, Any]:
         """(target σ², sampled σ̃²) as the sampler states them (its public properties)."""

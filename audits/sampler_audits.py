@@ -524,6 +524,23 @@ def _stated_variance_problem(exact: bool, sigma: float, target: Any, sampled: An
     return None
 
 
+def _stated_tv_problem(stated: float, proved: float) -> str | None:
+    """The TV per draw a sampler states (what its privacy events carry) against the bound its
+    proof gives: below it the accountant would be handed less than the proof covers; more
+    than 10⁻⁶ above it (ours rounds up by 10⁻⁹) the statement is not the proof's.
+
+    Examples
+    --------
+    >>> _stated_tv_problem(1.000000001e-58, 1e-58) is None
+    True
+    >>> _stated_tv_problem(1e-49, 1e-58)
+    'states a TV of 1e-49 per draw; its proof gives 1e-58'
+    """
+    if not (math.isfinite(stated) and proved <= stated <= proved * (1 + 1e-6)):
+        return f"states a TV of {stated!r} per draw; its proof gives {proved!r}"
+    return None
+
+
 def audit_sampler_exactness(
     target: AuditTarget, *, tier: Tier = "fast", seed: int = 0
 ) -> AuditResult:
@@ -596,6 +613,14 @@ def audit_sampler_exactness(
                 break
             checks += 1
             problem = _stated_variance_problem(sampler.exact, sigma, *stated(sigma))
+            if problem is not None:
+                findings.append(f"{sampler.name} σ={sigma}: {problem}")
+        stated_tv = getattr(sampler, "stated_tv", None)
+        for sigma in _STATED_SIGMAS:
+            if stated_tv is None:
+                break
+            checks += 1
+            problem = _stated_tv_problem(*stated_tv(sigma))
             if problem is not None:
                 findings.append(f"{sampler.name} σ={sigma}: {problem}")
         checks += len(_TRACE_SIGMAS)

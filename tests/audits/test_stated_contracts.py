@@ -55,6 +55,33 @@ def test_a_sampler_stating_less_variance_than_requested_fails() -> None:
     assert all("below the σ² charged" in finding for finding in result.findings)
 
 
+@pytest.mark.parametrize(
+    ("factor", "failing"),
+    [
+        (1e9, 7),  # held-out 9's survivor: the alias table's TV × 1/10⁻⁹ for × (1 + 10⁻⁹)
+        (1 - 1e-6, 7),  # understated: less than the proof covers
+        (2.0, 3),  # the one-table bound doubled from σ = 64 on: σ = 346, 1000, 1e5, 3e7 keep it
+    ],
+)
+def test_a_sampler_stating_another_tv_than_its_proof_fails(factor: float, failing: int) -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Loose(_OurSampler):
+        def stated_tv(self, sigma: float) -> tuple[float, float]:
+            stated, proved = super().stated_tv(sigma)
+            if factor == 2.0:  # every σ stated at the two-table bound
+                return 2 * proved if sigma < 64 else stated, proved
+            return stated * factor, proved
+
+    class Target(OurTarget):
+        def samplers(self) -> Sequence[Any]:
+            return (Loose("fast", "FastDiscreteGaussian", exact=False),)
+
+    result = audit_sampler_exactness(Target())
+    assert result.verdict is Verdict.FAIL
+    assert len(result.findings) == failing, result.findings
+    assert all("per draw; its proof gives" in finding for finding in result.findings)
+
+
 @pytest.mark.parametrize("wrong", ["raises", "one value"])
 def test_a_sampler_refusing_a_draw_of_size_zero_fails(wrong: str) -> None:
     # The held-out-8 survivor `count < 0` in the block path's draw: size 0 (valid) raises.
