@@ -1382,9 +1382,23 @@ class _OurShamir:
             ("reconstruct(3-D shares)", lambda: interpolate([1, 2], np.ones((2, 2, 1)))),
             ("reconstruct(3 points, 2 rows)", lambda: interpolate([1, 2, 3], np.ones((2, 3)))),
             ("reconstruct(a share = p)", lambda: interpolate([1, 2], [[1], [prime]])),
+            ("reconstruct(1-D shares)", lambda: interpolate([1, 2], [1, 2])),
             (
                 "robust_reconstruct(a share = p)",
                 lambda: shamir.robust_reconstruct([1, 2], [[prime], [3]], 2),
+            ),
+            # "(m, S) share values, row i held at points[i]": any other shape is refused.
+            (
+                "robust_reconstruct(1-D shares)",
+                lambda: shamir.robust_reconstruct([1, 2], [1, 2], 2),
+            ),
+            (
+                "robust_reconstruct(3-D shares)",
+                lambda: shamir.robust_reconstruct([1, 2], np.ones((2, 2, 1), dtype=np.int64), 2),
+            ),
+            (
+                "robust_reconstruct(3 points, 2 rows)",
+                lambda: shamir.robust_reconstruct([1, 2, 3], np.ones((2, 3), dtype=np.int64), 2),
             ),
         )
 

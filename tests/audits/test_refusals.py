@@ -20,7 +20,7 @@ def test_ours_refuses_every_listed_parameter() -> None:
     assert refusal_findings(target.accountant()) == (64, [])
     assert refusal_findings(target.graph_parameters()) == (27, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
-    assert refusal_findings(target.secret_sharing()) == (9, [])
+    assert refusal_findings(target.secret_sharing()) == (13, [])
     assert refusal_findings(target.mask_prg()) == (6, [])
 
 
@@ -33,6 +33,26 @@ def test_a_fast_sampler_ceiling_past_its_proof_is_caught(monkeypatch: pytest.Mon
     _, findings = refusal_findings(OurTarget().accountant())
     assert findings == [
         "FastDiscreteGaussian(sigma=1.01·2^25) accepted (returned a FastDiscreteGaussian)"
+    ]
+
+
+def test_share_arrays_of_the_wrong_rank_must_be_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out 9's survivor `values.ndim > 2` for `!= 2` in robust_reconstruct: 1-D shares got
+    # past the shape check and failed later with an IndexError.
+    from secagg import shamir  # noqa: PLC0415
+
+    real = shamir.robust_reconstruct
+
+    def rank_blind(points: Any, shares: Any, threshold: int, **kwargs: Any) -> Any:
+        if np.ndim(shares) == 1:
+            return np.asarray(shares, dtype=np.int64)[:, 0]  # what reading column 0 raises
+        return real(points, shares, threshold, **kwargs)
+
+    monkeypatch.setattr(shamir, "robust_reconstruct", rank_blind)
+    _, findings = refusal_findings(OurTarget().secret_sharing())
+    assert findings == [
+        "robust_reconstruct(1-D shares) failed with IndexError, not ValueError or TypeError: "
+        "too many indices for array: array is 1-dimensional, but 2 were indexed"
     ]
 
 
