@@ -575,6 +575,17 @@ class _SecureAverageMechanism:
             self.release(0, 0)
         return float(dpquantile.ZCDPAccountant().compose(self._event).epsilon(delta))
 
+    @property
+    def planned_rho(self) -> float:
+        """The ρ the noise was asked to be planned for (every client surviving)."""
+        return self.rho
+
+    def stated_rho(self) -> float:
+        """The ρ the release's own privacy event states."""
+        if self._event is None:
+            self.release(0, 0)
+        return float(self._event.rho)
+
 
 class _QuantileMechanism:
     """dp_quantile of 8 values, 8 bins, ρ = 8: D has client 0 in bin 0, D′ in bin 7."""
@@ -605,6 +616,17 @@ class _QuantileMechanism:
         if self._event is None:
             self.release(0, 0)
         return float(dpquantile.ZCDPAccountant().compose(self._event).epsilon(delta))
+
+    @property
+    def planned_rho(self) -> float:
+        """The ρ the noise was asked to be planned for (every client surviving)."""
+        return self.rho
+
+    def stated_rho(self) -> float:
+        """The ρ the release's own privacy event states."""
+        if self._event is None:
+            self.release(0, 0)
+        return float(self._event.rho)
 
 
 @contextlib.contextmanager

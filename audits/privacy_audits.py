@@ -1147,7 +1147,9 @@ def audit_epsilon_lower_bound(
     otherwise the audit had no power and fails (``require_power=False`` skips that requirement:
     the self-check hunts violations with fewer releases). The error rate is α plus the chance
     that a mechanism exactly as tight as its claim misses the τ requirement (normal
-    approximation: 1e-10 fast, 1e-7 deep).
+    approximation: 1e-10 fast, 1e-7 deep). A mechanism stating the ρ its noise was planned for
+    (``planned_rho``, ``stated_rho()``) must release within it: a release whose own event states
+    more (honest about a σ smaller than the request needs) is a finding, before any sampling.
 
     Examples
     --------
@@ -1182,6 +1184,14 @@ def audit_epsilon_lower_bound(
             else:
                 count = (_REFERENCE_RELEASES if index == 0 else _RELEASES)[tier]
             samples += 2 * count
+            planned = getattr(mechanism, "planned_rho", None)
+            stated = getattr(mechanism, "stated_rho", None)
+            if planned is not None and stated is not None and stated() > planned * (1 + 1e-9):
+                # The event is honest about its σ, but the noise falls short of the request.
+                findings.append(
+                    f"{mechanism.name}: asked for ρ = {planned:g}, its release states "
+                    f"ρ = {stated():.6g}: less noise than was planned for"
+                )
             outcome = _audit_mechanism(mechanism, count, seed * 7 + index, alpha)
             outcome["tau"] = max(outcome["tau_cp"], outcome["tau_fit"])
             results.append(outcome)

@@ -168,6 +168,10 @@ class AccountantUnderTest(Protocol):
 class NeighbouringMechanism(Protocol):
     """A noisy release on two fixed neighbouring inputs D (0) and D′ (1) (audit 5).
 
+    Optional: ``planned_rho`` (the zCDP ρ its noise was asked to be planned for) and
+    ``stated_rho()`` (the ρ its release's privacy event states) — audit 5 then requires the
+    statement to be within the request.
+
     Examples
     --------
     >>> from audits.ours import OurTarget

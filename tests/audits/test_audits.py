@@ -513,3 +513,31 @@ def test_a_replace_one_plan_without_the_doubled_sensitivity_fails_audit_5(
     broken = audit_epsilon_lower_bound(Only(), releases=800, require_power=False)  # type: ignore[arg-type]
     assert broken.verdict.value == "fail"
     assert any("replace-one" in f and "> claimed" in f for f in broken.findings)
+
+
+def test_a_plan_whose_noise_falls_short_of_the_requested_rho_fails() -> None:
+    """Held-out 9's survivor `l2_sensitivity=factor + l2` in the planner's σ search: the noise
+    is planned for sensitivity Δ + 2 instead of 2Δ, and the event honestly states the ρ of that
+    σ — four times the requested ρ under replace-one. Audit 5's lower bounds cannot see it (the
+    claim is right); holding the statement to the request does."""
+    from audits.ours import _SecureAverageMechanism  # noqa: PLC0415
+    from audits.privacy_audits import audit_epsilon_lower_bound  # noqa: PLC0415
+
+    class Short(_SecureAverageMechanism):
+        def stated_rho(self) -> float:
+            return 4.0 * super().stated_rho()
+
+    class Only:
+        name = "replace-one only"
+
+        def mechanisms(self) -> tuple[_SecureAverageMechanism, ...]:
+            return (Short(replace_one=True),)
+
+    honest = _SecureAverageMechanism(replace_one=True)
+    assert honest.stated_rho() <= honest.planned_rho
+    broken = audit_epsilon_lower_bound(Only(), releases=60, require_power=False)  # type: ignore[arg-type]
+    assert broken.verdict.value == "fail"
+    assert list(broken.findings) == [
+        "noisy secure sum (replace-one): asked for ρ = 8, its release states ρ = 32: less "
+        "noise than was planned for"
+    ]
