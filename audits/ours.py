@@ -1195,6 +1195,9 @@ class _OurSecureSum:
             (10, 1000, 32, True, None, 25.0),
             (10, 64, 24, False, None, 0.5),
             (7, 300, 40, True, None, 25.0),
+            # A clip far from 1 on a narrow ring: a coarse grid (scale ≪ 1) is still a grid.
+            (10, 64, 16, False, None, 1e10),
+            (10, 1000, 24, True, None, 1e10),
         ]
         for n, d, bits, rotate, rho, clip in cases:
             magnitude_of_coordinates = clip  # B·c (B = 1): the vector's and the weight's
