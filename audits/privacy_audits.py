@@ -168,6 +168,20 @@ def composed_discrete_laplace_delta(epsilon0: float, rounds: int) -> Callable[[f
     return delta
 
 
+def _laplace_textbook_epsilon(epsilon0: float, rounds: int, delta: float) -> float:
+    """min(Tε₀, ρ + 2√(ρ ln 1/δ)) with ρ = Tε₀²/2: T pure ε₀-DP releases, by basic composition
+    or as ε₀²/2-zCDP each (BS16 Prop. 3.3), composed and converted (BS16 Prop. 1.3) — a bound
+    any accountant of discrete Laplace releases should meet (plus 10⁻⁹ relative).
+
+    Examples
+    --------
+    >>> round(_laplace_textbook_epsilon(0.1, 100, 1e-6), 4)
+    5.7565
+    """
+    rho = rounds * epsilon0**2 / 2
+    return min(rounds * epsilon0, rho + 2 * math.sqrt(rho * math.log(1 / delta))) * (1 + 1e-9)
+
+
 def _discrete_laplace_checks(
     accountant: Any, tier: Tier, findings: list[str]
 ) -> list[dict[str, Any]]:
@@ -176,7 +190,8 @@ def _discrete_laplace_checks(
     release (where a pure-DP claim is exact) at most 1.15 × it; with
     ``discrete_laplace_delta``, the claimed δ(ε) never below the exact one, and for one release
     0 at ε ≥ ε₀ (pure DP). Over T > 1 releases a Rényi-based δ at ε = Tε₀ is small but not 0
-    (ours: 3.7e-10 at ε₀ = 0.1): looser than basic composition, reported in the rows only."""
+    (ours: 3.7e-10 at ε₀ = 0.1): looser than basic composition, reported in the rows only. The
+    claimed ε is never above the textbook bound (:func:`_laplace_textbook_epsilon`)."""
     claim = getattr(accountant, "discrete_laplace_epsilon", None)
     if claim is None:
         return []
@@ -198,6 +213,11 @@ def _discrete_laplace_checks(
                 )
             elif rounds == 1 and claimed > _SLACK * exact + 1e-9:
                 findings.append(f"{where}: claimed ε {claimed:.4f} > 1.15 × exact {exact:.4f}")
+            elif claimed > (textbook := _laplace_textbook_epsilon(epsilon0, int(rounds), delta)):
+                findings.append(
+                    f"{where}: claimed ε {claimed:.4f} > {textbook:.4f}, the textbook bound "
+                    "min(Tε₀, ρ + 2√(ρ ln 1/δ)), ρ = Tε₀²/2"
+                )
         claim_delta = getattr(accountant, "discrete_laplace_delta", None)
         if claim_delta is None:
             continue
@@ -803,6 +823,36 @@ def _kls21_export_checks(accountant: Any, findings: list[str]) -> None:
             )
 
 
+def _exactness_boundary_checks(
+    accountant: Any, grid: dict[str, tuple[float, ...]], findings: list[str]
+) -> list[dict[str, Any]]:
+    """Where the accountant says which compositions it states exactly
+    (``discrete_gaussian_profile_is_exact``), the longest such history at each σ of the grid
+    (Δ = 1; found by bisection over T ≤ 2¹⁴) is held to the exact profile at δ = 10⁻⁵: the
+    edge of a documented range is where an implementation's own cap can slip (a grid of round
+    T lands inside or outside it, rarely on it)."""
+    says_exact = getattr(accountant, "discrete_gaussian_profile_is_exact", None)
+    rows: list[dict[str, Any]] = []
+    if says_exact is None:
+        return rows
+    for sigma in grid["sigma"]:
+        if not says_exact(sigma, 1.0, 2):
+            continue
+        low, high = 2, 1 << 14
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if says_exact(sigma, 1.0, middle) else (low, middle - 1)
+        exact = epsilon_from_delta_curve(composed_discrete_gaussian_delta(sigma, 1.0, low), 1e-5)
+        claimed = float(accountant.discrete_gaussian_epsilon(sigma, 1.0, low, 1e-5))
+        rows.append({"sigma": sigma, "rounds": low, "exact": exact, "claimed": claimed})
+        if not exact * (1 - 1e-9) - 1e-9 <= claimed <= exact * (1 + _EXACT_CLAIM_TOLERANCE) + 1e-9:
+            findings.append(
+                f"σ={sigma} Δ=1 T={low} δ=1e-05 (the longest history stated exactly): claimed ε "
+                f"{claimed:.6f}, exact {exact:.6f}"
+            )
+    return rows
+
+
 #: (σ, Δ, T) of a history far past ours' exact region (405 000 support points against 2^14):
 #: documented to take the Rényi route (``accounting_composed.md``).
 _LONG_HISTORY = (10.0, 1.0, 1000)
@@ -891,7 +941,8 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     Below ε = 1 the additive gap of any Rényi conversion makes the ratio large, so the ratio is
     reported there, not enforced. Where the accountant says it states a composition's ε from
     its exact profile (``discrete_gaussian_profile_is_exact(σ, Δ, T)``), it is held to that:
-    claimed ≤ exact·(1 + 10⁻⁶) at every δ — a valid but looser path taken there is a finding.
+    claimed ≤ exact·(1 + 10⁻⁶) at every δ — a valid but looser path taken there is a finding,
+    and so at the longest history it states exactly (:func:`_exactness_boundary_checks`).
     Deterministic: error rate 0 (numerical tolerance 1e-9).
 
     Examples
@@ -967,6 +1018,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     meaningful_tv_rows = _meaningful_tv_checks(accountant, grid, findings)
     delta_side_rows = _delta_side_checks(accountant, grid, findings)
     long_history = _long_history_check(accountant, findings)
+    boundary_rows = _exactness_boundary_checks(accountant, grid, findings)
     kls21_rows = _kls21_checks(accountant, tier, findings)
     laplace_rows = _discrete_laplace_checks(accountant, tier, findings)
     zcdp_rows = _zcdp_checks(accountant, tier, findings)
@@ -999,6 +1051,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             ],
             "grid": {k: list(v) for k, v in grid.items()},
             "rows": rows,
+            "exactness_boundary_rows": boundary_rows,
             "kls21_rows": kls21_rows,
             "discrete_laplace_rows": laplace_rows,
             "zcdp_rows": zcdp_rows,

@@ -52,3 +52,20 @@ def test_the_checks_pass_ours_and_catch_an_understated_or_inexact_claim() -> Non
     _discrete_laplace_checks(Understated(), "fast", caught)
     assert any("privacy understated" in f for f in caught)
     assert any("pure ε₀-DP" in f for f in caught)
+
+
+def test_a_claim_looser_than_the_textbook_bound_is_caught() -> None:
+    # Held-out 9's survivor: the discrete Laplace's Rényi line ε₀²/2 (BS16 Prop. 3.3) as ε₀²,
+    # sound but looser than composing ε₀²/2-zCDP releases by the book (0.1, T = 16, δ = 10⁻³).
+    real = OurTarget().accountant()
+
+    class Doubled:
+        def discrete_laplace_epsilon(self, epsilon0: float, rounds: int, delta: float) -> float:
+            if rounds == 1:
+                return float(real.discrete_laplace_epsilon(epsilon0, rounds, delta))
+            rho = rounds * epsilon0**2  # twice the book's ρ
+            return min(rounds * epsilon0, rho + 2 * math.sqrt(rho * math.log(1 / delta)))
+
+    caught: list[str] = []
+    _discrete_laplace_checks(Doubled(), "fast", caught)
+    assert caught and all("the textbook bound" in f for f in caught)

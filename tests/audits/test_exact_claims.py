@@ -4,6 +4,7 @@ slack allows) is a finding; an accountant that says nothing is held to the slack
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -167,3 +168,37 @@ def test_a_long_history_answered_slowly_or_unsoundly_is_caught(
         Spinning(OurTarget().accountant(), 1.0, says_exact=True), slow
     )
     assert len(slow) == 1 and "s of CPU (limit 0.0001 s)" in slow[0]
+
+
+def test_the_longest_history_stated_exactly_is_held_to_the_exact_profile() -> None:
+    # Held-out 9's survivor reach = ⌈21σ⌉ + 2: the size cap binds a little early, so the longest
+    # histories documented as exact take the looser Rényi route (σ = 2, T = 192: 55.58 for 52.76).
+    from audits.privacy_audits import _ACCOUNTANT_GRID, _exactness_boundary_checks  # noqa: PLC0415
+
+    real = OurTarget().accountant()
+    findings: list[str] = []
+    rows = _exactness_boundary_checks(real, _ACCOUNTANT_GRID["fast"], findings)
+    assert findings == [] and [(r["sigma"], r["rounds"]) for r in rows] == [
+        (1.0, 364),
+        (2.0, 192),
+        (5.0, 79),
+        (7.5, 53),
+        (10.0, 40),
+    ]
+
+    class EarlyCap:
+        discrete_gaussian_profile_is_exact = staticmethod(real.discrete_gaussian_profile_is_exact)
+
+        @staticmethod
+        def discrete_gaussian_epsilon(
+            sigma: float, sensitivity: float, rounds: int, delta: float
+        ) -> float:
+            claimed = float(real.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta))
+            return (
+                claimed * 1.05
+                if (2 * (math.ceil(20 * sigma) + 2) + 1) * rounds > 15_000
+                else claimed
+            )
+
+    _exactness_boundary_checks(EarlyCap(), _ACCOUNTANT_GRID["fast"], findings)
+    assert len(findings) == 5 and all("the longest history stated exactly" in f for f in findings)
