@@ -586,6 +586,50 @@ def _replayed_iteration_request(
     )
 
 
+def _members_below_threshold(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
+    """A session's second sum (6 clients, t = 3): an honest neighbour of the server's colluder
+    is told that of its neighbours only the colluder (one client, fewer than t) remains. A
+    client that masks for fewer than t members masks with that colluder's pairwise mask alone,
+    which the colluder hands over: the rule is that a client takes part only with at least t
+    surviving neighbours."""
+    from secagg import IterationRequest  # noqa: PLC0415
+
+    colluder = 2
+    game = AdversarialRound(
+        _session_inputs(6, 2),
+        threshold=3,
+        neighbors=neighbors,
+        iterations=2,
+        seed=seed,
+        threat_model=threat_model,
+        colluding=[colluder],
+    )
+    game.run()
+    requests = game.server.begin_iteration(b"two")
+    victim = min(  # the first honest client with the colluder among its neighbours
+        m.peer
+        for m in requests
+        if isinstance(m, IterationRequest) and m.peer != colluder and colluder in m.members
+    )
+    trimmed = [
+        dataclasses.replace(m, members=(colluder,))
+        if isinstance(m, IterationRequest) and m.peer == victim
+        else m
+        for m in requests
+    ]
+    outgoing = game.step(trimmed)
+    while outgoing:
+        outgoing = game.step(outgoing)
+    return _outcome(
+        "members-below-threshold",
+        "server",
+        threat_model,
+        neighbors,
+        game,
+        exposed=_exposed(game),
+    )
+
+
 def _iterate_to_one_client(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
     victim = 3
     game = _session(2, threat_model, neighbors, seed, dimension=8)
@@ -1148,6 +1192,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "server",
         "the victim is sent an earlier sum's request again (its next input, that sum's masks)",
         _replayed_iteration_request,
+    ),
+    AttackSpec(
+        "members-below-threshold",
+        "server",
+        "in a session's second sum, the victim is told only the server's colluder remains",
+        _members_below_threshold,
     ),
     AttackSpec(
         "iterate-shown-to-one-client",

@@ -736,32 +736,58 @@ def _session_checks(secure_sum: SecureSumUnderTest, seed: int, sessions: int) ->
             f"{'complete' if neighbors is None else f'k={neighbors}'}, widths {widths}, "
             f"dropped {dropped})"
         )
-        try:
-            results = run_session(
-                inputs,
-                bits=bits,
-                dropped=dropped,
-                threshold=2 if neighbors is not None else max(2, n // 2),
-                threat_model=threat_model,
-                neighbors=neighbors,
-                seed=seed + 100 + s,
-            )
-        except Exception as exc:
-            findings.append(f"{where} raised {type(exc).__name__}: {exc}"[:300])
-            continue
-        if results is None or len(results) != sums:
-            findings.append(f"{where} halted")
-            continue
-        for r, (total, survivors) in enumerate(results):
-            if tuple(sorted(survivors)) != expected[r]:
-                findings.append(
-                    f"{where}: sum {r + 1} survivors {survivors}, expected {expected[r]}"
-                )
-            elif not np.array_equal(
-                np.asarray(total, dtype=np.int64) % (2**bits),
-                inputs[r][list(survivors)].sum(axis=0) % (2**bits),
-            ):
-                findings.append(f"{where}: sum {r + 1} (width {widths[r]}) wrong total")
+        settings = {
+            "bits": bits,
+            "dropped": dropped,
+            "threshold": 2 if neighbors is not None else max(2, n // 2),
+            "threat_model": threat_model,
+            "neighbors": neighbors,
+            "seed": seed + 100 + s,
+        }
+        findings += _session_problems(run_session, where, inputs, expected, settings)
+    # The member floor's edge: every member keeps exactly t neighbours (complete graph, t = 3)
+    # — 4 clients throughout, or 5 of which one drops before sum 1's masked input.
+    for threat_model, n in itertools.product(("semi-honest", "malicious"), (4, 5)):
+        dropped = [[4] if n == 5 else [], []]
+        inputs = [rng.integers(0, 2**16, size=(n, 2), dtype=np.int64) for _ in range(2)]
+        kept = tuple(range(4))
+        settings = {
+            "bits": 16,
+            "dropped": dropped,
+            "threshold": 3,
+            "threat_model": threat_model,
+            "neighbors": None,
+            "seed": seed + 200 + n,
+        }
+        where = f"session ({threat_model}, n={n}, complete, t = 3, dropped {dropped})"
+        findings += _session_problems(run_session, where, inputs, [kept, kept], settings)
+    return findings
+
+
+def _session_problems(
+    run_session: Callable[..., Any],
+    where: str,
+    inputs: Sequence[NDArray[np.int64]],
+    expected: Sequence[tuple[int, ...]],
+    settings: Mapping[str, Any],
+) -> list[str]:
+    """What is wrong with one session's sums: each must return its survivors' exact total."""
+    try:
+        results = run_session(inputs, **settings)
+    except Exception as exc:
+        return [f"{where} raised {type(exc).__name__}: {exc}"[:300]]
+    if results is None or len(results) != len(inputs):
+        return [f"{where} halted"]
+    bits = int(settings["bits"])
+    findings = []
+    for r, (total, survivors) in enumerate(results):
+        if tuple(sorted(survivors)) != expected[r]:
+            findings.append(f"{where}: sum {r + 1} survivors {survivors}, expected {expected[r]}")
+        elif not np.array_equal(
+            np.asarray(total, dtype=np.int64) % (2**bits),
+            inputs[r][list(survivors)].sum(axis=0) % (2**bits),
+        ):
+            findings.append(f"{where}: sum {r + 1} (width {inputs[r].shape[1]}) wrong total")
     return findings
 
 
@@ -783,7 +809,8 @@ def audit_secure_sum(
     exact (:func:`_restore_checks`); a phase answered by no client, or by one alone at t = 2,
     ends in an abort at its deadline, in every phase (:func:`_deserted_phase_checks`);
     sessions whose sums differ in width, with
-    random dropouts, give every sum's exact total (:func:`_session_checks`); configurations
+    random dropouts, give every sum's exact total, and so do sessions in which every member keeps
+    exactly t neighbours (:func:`_session_checks`); configurations
     and client ids out of range are refused (:func:`~audits.targets.refusal_findings`).
     Deterministic verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides
     the tier's number of state-machine examples (fast 60 × 25 steps, deep 1500 × 50).

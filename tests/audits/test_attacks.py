@@ -399,3 +399,34 @@ def test_a_client_answering_a_request_that_names_a_stranger_fails_the_rule(
     for neighbors in (None, 4):
         tried, findings = unmask_rule_findings(neighbors, 0, "semi-honest")
         assert tried == 3 and len(findings) == 1 and "client 99, not a neighbour" in findings[0]
+
+
+def test_a_client_masking_for_fewer_than_t_members_exposes_its_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 9's survivor `len(members) == t` for `< t` in the iteration request's check: a
+    # victim told that only the server's colluder remains masks with that colluder alone.
+    import dataclasses  # noqa: PLC0415
+
+    import secagg.client as client_module  # noqa: PLC0415
+    from audits.attacks import _members_below_threshold  # noqa: PLC0415
+
+    for threat_model in ("semi-honest", "malicious"):
+        outcome = _members_below_threshold(threat_model, None, 0)
+        assert not outcome.exposed and "threshold t=3" in outcome.stopped_by
+    key = (client_module.ClientState.AWAITING_ITERATION, client_module.IterationRequest)
+    real = client_module._TRANSITIONS[key]
+
+    def any_member_count(self: Any, message: Any) -> Any:
+        config = self.config  # as if the floor were not checked: t lowered for this step only
+        self.config = dataclasses.replace(config, threshold=1)
+        try:
+            return real(self, message)
+        finally:
+            self.config = config
+
+    monkeypatch.setitem(client_module._TRANSITIONS, key, any_member_count)
+    for threat_model in ("semi-honest", "malicious"):
+        for neighbors in (None, 4):
+            outcome = _members_below_threshold(threat_model, neighbors, 0)
+            assert len(outcome.exposed) == 1, outcome

@@ -152,8 +152,9 @@ def test_restarted_clients_answer_byte_for_byte_and_rounds_stay_exact() -> None:
 
     sans_io = OurTarget().sans_io()
     assert sans_io is not None
-    # 4 rounds, and in each 6 restores from the snapshot, intact and damaged (5 ways).
-    assert _restore_checks(sans_io, 0) == (28, [])
+    # 4 rounds, and in each 10 restores from the snapshot: intact, damaged (5 ways), and of
+    # another format version or state (4 ways).
+    assert _restore_checks(sans_io, 0) == (44, [])
 
 
 def test_a_restart_that_draws_fresh_secrets_or_cannot_restore_is_caught(
@@ -188,3 +189,28 @@ def test_a_restart_that_draws_fresh_secrets_or_cannot_restore_is_caught(
     assert len(findings) == 8, findings
     assert sum("a snapshot did not restore, before KeyDirectory" in f for f in findings) == 4
     assert sum("an intact snapshot did not restore" in f for f in findings) == 4
+
+
+def test_a_session_member_left_with_exactly_t_neighbours_must_sum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 9's survivor `len(members) == t` for `< t`: a client with exactly t neighbours
+    # left refuses the next sum, so an honest session ends; the random sessions never left one.
+    import dataclasses  # noqa: PLC0415
+
+    import secagg.client as client_module  # noqa: PLC0415
+
+    key = (client_module.ClientState.AWAITING_ITERATION, client_module.IterationRequest)
+    real = client_module._TRANSITIONS[key]
+
+    def refuses_at_t(self: Any, message: Any) -> Any:
+        config = self.config  # as if the floor were t + 1: exactly t members are refused
+        self.config = dataclasses.replace(config, threshold=config.threshold + 1)
+        try:
+            return real(self, message)
+        finally:
+            self.config = config
+
+    monkeypatch.setitem(client_module._TRANSITIONS, key, refuses_at_t)
+    findings = _session_checks(OurTarget().secure_sum(), 0, 1)
+    assert len(findings) == 4 and all("complete, t = 3" in f for f in findings), findings
