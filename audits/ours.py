@@ -1464,6 +1464,13 @@ class _OurShamir:
         )
         return [int(v) for v in rows[:, 0]]
 
+    @staticmethod
+    def split_join(secret: bytes, prime: int) -> tuple[list[int], bytes]:
+        """The secret cut into sub-secrets for ``prime`` and joined back (split_secret and
+        join_secret, each documented "below prime", for any prime in [3, 2^31))."""
+        pieces = secagg.shamir.split_secret(secret, prime=prime)
+        return [int(v) for v in pieces], secagg.shamir.join_secret(pieces, len(secret), prime)
+
     def share_in_field(
         self,
         secret: int,

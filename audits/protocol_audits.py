@@ -949,6 +949,29 @@ def _shamir_exhaustive(sharing: SecretSharingUnderTest) -> tuple[int, list[str]]
     return checked, findings
 
 
+#: Primes of both bit-length parities, small to the largest below 2^31 (sub-secrets of a
+#: b-bit prime carry b − 1 bits).
+_SPLIT_PRIMES = (5, 13, 251, 65_521, 2**30 - 35, 2**31 - 1)
+
+
+def _shamir_split_join(sharing: Any) -> tuple[int, list[str]]:
+    """With ``split_join(secret, prime)``: a secret cut into sub-secrets for each prime of
+    :data:`_SPLIT_PRIMES` has every piece in [0, prime) and joins back to itself (an all-ones
+    secret, and a patterned one, of 32 bytes)."""
+    split_join = getattr(sharing, "split_join", None)
+    if split_join is None:
+        return 0, []
+    findings: list[str] = []
+    secrets = (b"\xff" * 32, bytes(range(1, 33)))
+    for prime, secret in itertools.product(_SPLIT_PRIMES, secrets):
+        pieces, joined = split_join(secret, prime)
+        if any(not 0 <= piece < prime for piece in pieces):
+            findings.append(f"Shamir: split_secret for p = {prime} gives pieces outside [0, p)")
+        elif joined != secret:
+            findings.append(f"Shamir: split and joined for p = {prime}, the secret changed")
+    return len(_SPLIT_PRIMES) * len(secrets), findings
+
+
 def _shamir_sampled_secrecy(
     sharing: SecretSharingUnderTest, seed: int, alpha: float
 ) -> tuple[int, list[str], dict[str, float]]:
@@ -1732,6 +1755,10 @@ def audit_shamir_masks_graph(
         findings.extend(threshold)
         refusals, shamir_refused = _shamir_refusals(sharing)
         findings.extend(shamir_refused)
+        split, split_findings = _shamir_split_join(sharing)
+        findings.extend(split_findings)
+        details["shamir_split_join_checked"] = split or "n/a"
+        samples += split
         tried, sharing_refused = refusal_findings(sharing)
         findings.extend(f"Shamir: {finding}" for finding in sharing_refused)
         refusals += tried

@@ -116,3 +116,25 @@ def test_a_primality_test_refusing_larger_primes_is_caught(monkeypatch: pytest.M
     assert checked == 7
     refused = [f.split(" refused")[0] for f in findings]
     assert refused == ["Shamir over Z_269", "Shamir over Z_65537"]
+
+
+def test_sub_secrets_too_wide_for_an_even_bit_length_prime_are_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 9's survivor `bit_length() ^ 1` for `bit_length() − 1`: equal for the default
+    # 31-bit prime, one bit too many for every prime of even bit length.
+    from audits.protocol_audits import _SPLIT_PRIMES, _shamir_split_join  # noqa: PLC0415
+    from secagg import shamir  # noqa: PLC0415
+
+    sharing = OurTarget().secret_sharing()
+    assert _shamir_split_join(sharing) == (2 * len(_SPLIT_PRIMES), [])
+    monkeypatch.setattr(
+        shamir, "sub_secret_bits", lambda prime=shamir.DEFAULT_PRIME: prime.bit_length() ^ 1
+    )
+    _, findings = _shamir_split_join(sharing)
+    assert sorted({f.split("p = ")[1].split(" ")[0] for f in findings}) == [
+        "1073741789",
+        "13",
+        "251",
+        "65521",
+    ]
