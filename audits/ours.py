@@ -78,6 +78,24 @@ def _rotation_block(dimension: int) -> int:
 # ----------------------------------------------------------------------------- samplers
 
 
+class _Words:
+    """A RandomSource that hands out given 64-bit words (little-endian), then zeros."""
+
+    def __init__(self, words: NDArray[np.uint64]) -> None:
+        self._bytes = np.asarray(words, dtype="<u8").tobytes()
+
+    def fill(self, out: Any) -> None:
+        view = memoryview(out).cast("B")
+        taken, self._bytes = self._bytes[: len(view)], self._bytes[len(view) :]
+        view[: len(taken)] = taken
+        view[len(taken) :] = bytes(len(view) - len(taken))
+
+    def random_bytes(self, n: int) -> bytes:
+        buffer = bytearray(n)
+        self.fill(buffer)
+        return bytes(buffer)
+
+
 @dataclasses.dataclass(frozen=True)
 class _OurSampler:
     name: str
@@ -99,6 +117,43 @@ class _OurSampler:
             return 0.0, 0.0
         proved = 2.0**-193 + 2.0**-200 + 1e-75
         return dpquantile.FastDiscreteGaussian(sigma).tv_bound, proved * (2 if sigma >= 64 else 1)
+
+    def alias_ties(self, sigma: float) -> list[tuple[str, NDArray[np.uint64], int]] | None:
+        """Crafted word streams on the fast sampler's alias table (σ < 64) that tie U's top 32
+        bits with a column's threshold, and the draw its documented rule gives (column i keeps
+        i iff the 192-bit uniform U < τ_i, else takes its alias; proof note §2; one word
+        holds the column in its low bits and U's top 32 bits in its high half, three more
+        words U's other 160 bits): ``[(label, words, expected value)]``; ``None`` for the
+        exact sampler. The table's τ, aliases and offset are read from the sampler."""
+        if self.exact or sigma >= 64:
+            return None
+        sampler = dpquantile.FastDiscreteGaussian(sigma)
+        table, offset = sampler._direct, sampler._offset  # the stated table (white-box)
+        assert table is not None
+        bits = 192 - 32
+        cases: list[tuple[str, NDArray[np.uint64], int]] = []
+        for column, tau in enumerate(table.thresholds):
+            low, other = tau & ((1 << bits) - 1), int(table.alias[column])
+            if low == 0 or other == column:
+                continue  # a tie decided the same way by any U, or no alias to take
+            top = tau >> bits
+            word = (top << 32) | column
+            for label, rest, value in (
+                ("U just below τ", low - 1, column),
+                ("U at τ", low, other),
+            ):
+                fresh = rest << 32  # U's 160 bits, at the top of the three words' 192
+                words = [word, fresh >> 128, (fresh >> 64) & (2**64 - 1), fresh & (2**64 - 1)]
+                cases.append((f"column {column}, {label}", np.array(words, dtype=np.uint64),
+                              value - offset))  # fmt: skip
+            if len(cases) >= 6:
+                break
+        return cases
+
+    @staticmethod
+    def draw_from_words(sigma: float, words: NDArray[np.uint64]) -> int:
+        """One draw of the fast sampler at σ from exactly these words (then zeros)."""
+        return int(dpquantile.FastDiscreteGaussian(sigma).sample(1, rng=_Words(words))[0])
 
     def stated_sigma_squared(self, sigma: float) -> tuple[Any, Any]:
         """(target σ², sampled σ̃²) as the sampler states them (its public properties)."""

@@ -524,6 +524,13 @@ def _stated_variance_problem(exact: bool, sigma: float, target: Any, sampled: An
     return None
 
 
+#: σ at which an alias-table sampler's ties are replayed from crafted words: a tie (U's top
+#: 32 bits equal to the column's threshold, probability 2^-32 per draw) is decided by U's
+#: next 160 bits — no replayed stream or statistic meets one, yet skipping it moves each draw
+#: by ≈ 2^-32 in TV, far above a stated TV of 10^-58.
+_TIE_SIGMAS = (0.5, 3.0, 7.5, 33.0)
+
+
 def _stated_tv_problem(stated: float, proved: float) -> str | None:
     """The TV per draw a sampler states (what its privacy events carry) against the bound its
     proof gives: below it the accountant would be handed less than the proof covers; more
@@ -615,6 +622,18 @@ def audit_sampler_exactness(
             problem = _stated_variance_problem(sampler.exact, sigma, *stated(sigma))
             if problem is not None:
                 findings.append(f"{sampler.name} σ={sigma}: {problem}")
+        ties = getattr(sampler, "alias_ties", None)
+        replay = getattr(sampler, "draw_from_words", None)
+        if ties is not None and replay is not None:
+            for sigma in _TIE_SIGMAS:
+                for label, words, expected in ties(sigma) or ():
+                    checks += 1
+                    drawn = replay(sigma, words)
+                    if drawn != expected:
+                        findings.append(
+                            f"{sampler.name} σ={sigma}: a tie with the alias threshold ({label}) "
+                            f"drew {drawn}; the stated alias rule gives {expected}"
+                        )
         stated_tv = getattr(sampler, "stated_tv", None)
         for sigma in _STATED_SIGMAS:
             if stated_tv is None:

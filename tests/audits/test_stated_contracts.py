@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
 
 from audits import OurTarget, Verdict, audit_sampler_exactness
@@ -249,3 +250,24 @@ def test_a_laplace_sampler_failing_at_a_vanishing_scale_fails(broken: str) -> No
     assert finding.startswith("discrete Laplace scale=1e-05: ")
     assert ("OverflowError" in finding) == (broken == "raises")
     assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+
+
+def test_an_alias_sampler_that_never_resolves_a_tie_fails() -> None:
+    # Held-out 9's survivor `ties = np.flatnonzero(top is threshold)`: no tie is ever resolved
+    # with U's next 160 bits — each draw ≈ 2^-32 off in TV, beyond any statistic or replay.
+    @dataclasses.dataclass(frozen=True)
+    class TieBlind(_OurSampler):
+        def draw_from_words(self, sigma: float, words: Any) -> int:
+            ones = words.copy()
+            ones[1:] = np.uint64(2**64 - 1)  # whatever U's next bits, the alias is taken
+            return super().draw_from_words(sigma, ones)
+
+    class Target(OurTarget):
+        def samplers(self) -> Sequence[Any]:
+            return (TieBlind("fast", "FastDiscreteGaussian", exact=False),)
+
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+    result = audit_sampler_exactness(Target())
+    assert result.verdict is Verdict.FAIL
+    assert len(result.findings) == 12  # the "U just below τ" half at four σ, three columns
+    assert all("U just below τ" in finding for finding in result.findings)
