@@ -293,6 +293,8 @@ _STATED = {
     ("mutation_sweep_2026-12-07-heldout7.json", "heldout7-final-audits.json"): (75, 168, 180),
     ("mutation_sweep_2026-12-07-heldout8.json", None): (31, 73, 82),
     ("mutation_sweep_2026-12-07-heldout8.json", "heldout8-final-audits.json"): (37, 79, 82),
+    ("mutation_sweep_2026-12-07-heldout9.json", None): (83, 163, 178),
+    ("mutation_sweep_2026-12-07-heldout9.json", "heldout9-final-audits.json"): (93, 174, 178),
 }
 
 
