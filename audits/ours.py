@@ -570,7 +570,35 @@ class _OurAccountant:
 # ----------------------------------------------------------------------------- mechanisms
 
 
-class _SecureAverageMechanism:
+class _EventClaims:
+    """What a mechanism adapter claims, read from its first release's privacy event: the ε it
+    states (composed by the accountant) and the ρ it states, beside the ρ it was planned for."""
+
+    rho: float
+    _event: Any
+
+    def release(self, neighbour: int, seed: int, *, secure: bool = False) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def _first_event(self) -> Any:
+        if self._event is None:
+            self.release(0, 0)
+        return self._event
+
+    def claimed_epsilon(self, delta: float) -> float:
+        return float(dpquantile.ZCDPAccountant().compose(self._first_event()).epsilon(delta))
+
+    @property
+    def planned_rho(self) -> float:
+        """The ρ the noise was asked to be planned for (every client surviving)."""
+        return self.rho
+
+    def stated_rho(self) -> float:
+        """The ρ the release's own privacy event states."""
+        return float(self._first_event().rho)
+
+
+class _SecureAverageMechanism(_EventClaims):
     """secure_weighted_average on 9 clients, d = 1, clip 1, weight cap 1, ρ planned = 8.
 
     D: client 0 sends w = 1 with weight 1; D′: client 0 has weight 0 (its row is all zeros):
@@ -625,24 +653,8 @@ class _SecureAverageMechanism:
         total = result.average * result.weight_sum / step
         return np.array([*np.rint(total), round(result.weight_sum * auxiliary / step)])
 
-    def claimed_epsilon(self, delta: float) -> float:
-        if self._event is None:
-            self.release(0, 0)
-        return float(dpquantile.ZCDPAccountant().compose(self._event).epsilon(delta))
 
-    @property
-    def planned_rho(self) -> float:
-        """The ρ the noise was asked to be planned for (every client surviving)."""
-        return self.rho
-
-    def stated_rho(self) -> float:
-        """The ρ the release's own privacy event states."""
-        if self._event is None:
-            self.release(0, 0)
-        return float(self._event.rho)
-
-
-class _QuantileMechanism:
+class _QuantileMechanism(_EventClaims):
     """dp_quantile of 8 values, 8 bins, ρ = 8: D has client 0 in bin 0, D′ in bin 7."""
 
     name = "DP quantile"
@@ -666,22 +678,6 @@ class _QuantileMechanism:
         if self._event is None:
             self._event = result.event
         return np.asarray(result.released, dtype=np.float64)
-
-    def claimed_epsilon(self, delta: float) -> float:
-        if self._event is None:
-            self.release(0, 0)
-        return float(dpquantile.ZCDPAccountant().compose(self._event).epsilon(delta))
-
-    @property
-    def planned_rho(self) -> float:
-        """The ρ the noise was asked to be planned for (every client surviving)."""
-        return self.rho
-
-    def stated_rho(self) -> float:
-        """The ρ the release's own privacy event states."""
-        if self._event is None:
-            self.release(0, 0)
-        return float(self._event.rho)
 
 
 @contextlib.contextmanager
