@@ -131,11 +131,22 @@ class _OurSampler:
         table, offset = sampler._direct, sampler._offset  # the stated table (white-box)
         assert table is not None
         bits = 192 - 32
+        eligible = [  # a tie decided the same way by any U, or no alias to take: no case
+            column
+            for column, tau in enumerate(table.thresholds)
+            if tau & ((1 << bits) - 1) and int(table.alias[column]) != column
+        ]
+        # Columns with τ's top 32 bits zero (tail columns) and non-zero: the tie compares U's
+        # 160 low bits with τ's 160 low bits, which only the second kind tells from all of τ.
+        chosen = [
+            next((c for c in eligible if table.thresholds[c] >> bits == 0), None),
+            next((c for c in eligible if table.thresholds[c] >> bits), None),
+            eligible[len(eligible) // 2] if eligible else None,
+        ]
         cases: list[tuple[str, NDArray[np.uint64], int]] = []
-        for column, tau in enumerate(table.thresholds):
+        for column in dict.fromkeys(c for c in chosen if c is not None):
+            tau = table.thresholds[column]
             low, other = tau & ((1 << bits) - 1), int(table.alias[column])
-            if low == 0 or other == column:
-                continue  # a tie decided the same way by any U, or no alias to take
             top = tau >> bits
             word = (top << 32) | column
             for label, rest, value in (
@@ -146,8 +157,6 @@ class _OurSampler:
                 words = [word, fresh >> 128, (fresh >> 64) & (2**64 - 1), fresh & (2**64 - 1)]
                 cases.append((f"column {column}, {label}", np.array(words, dtype=np.uint64),
                               value - offset))  # fmt: skip
-            if len(cases) >= 6:
-                break
         return cases
 
     @staticmethod

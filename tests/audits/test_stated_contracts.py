@@ -17,6 +17,7 @@ from audits.ours import _OurSampler, _OurSansIO
 from audits.privacy_audits import _kls21_export_checks, kls21_renyi_reference
 from audits.protocol_audits import _corrupt_snapshot_checks, _reported_bound_errors
 from audits.sampler_audits import _stated_variance_problem
+from dpquantile import _fast_sampler
 from secagg import ClientState
 from secagg.client import _SNAPSHOT_VERSION
 
@@ -271,3 +272,26 @@ def test_an_alias_sampler_that_never_resolves_a_tie_fails() -> None:
     assert result.verdict is Verdict.FAIL
     assert len(result.findings) == 12  # the "U just below τ" half at four σ, three columns
     assert all("U just below τ" in finding for finding in result.findings)
+
+
+def test_an_alias_sampler_comparing_all_of_tau_on_a_tie_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 10's survivor `tau & ((1 & lower) - 1)`: a tie compared U's low 160 bits with
+    # all of τ, not τ's low 160 bits — right exactly on the tail columns whose τ has zero top
+    # bits, the only ones the check replayed then.
+    def whole_tau(self: Any, words: Any, column: Any, top: Any) -> Any:
+        threshold = self.threshold_top[column]
+        keep = top < threshold
+        for position in np.flatnonzero(top == threshold):
+            fresh = words.take(3)
+            bits = (int(fresh[0]) << 128) | (int(fresh[1]) << 64) | int(fresh[2])
+            keep[position] = bits >> 32 < self.thresholds[int(column[position])]
+        return np.where(keep, column, self.alias[column])
+
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+    monkeypatch.setattr(_fast_sampler._AliasTable, "resolve", whole_tau)
+    result = audit_sampler_exactness(OurTarget())
+    assert result.verdict is Verdict.FAIL
+    assert len(result.findings) == 8  # "U at τ" on two columns with τ ≥ 2^160, at four σ
+    assert all("U at τ" in finding for finding in result.findings)
