@@ -1235,7 +1235,8 @@ class _OurSecureSum:
         width and B its rotation block; the scale the larger of that rule and the worst case).
         Without noise the scale must be that largest admissible one (the next float grid
         10⁻⁹ finer breaks the rule); with noise the rule plus the noise tail ⌈t·σ·√n⌉ must
-        hold. ``None``: it does."""
+        hold, and ``ContributionLayout.plan`` must state that tail as its noise bound (0
+        without noise). ``None``: it does."""
         lam = encoding.WEIGHT_COORDINATE_SCALE
         cases = [
             (10, 3, 32, False, None, 1.0),
@@ -1310,6 +1311,19 @@ class _OurSecureSum:
                 return (
                     f"{where}: its grid (scale {scale:.6g}) is coarser than the documented "
                     "finest admissible one (a grid 10⁻⁹ finer still fits the ring)"
+                )
+            # The public plan's stated noise bound: ⌈t·σ·√n⌉ of its own σ, 0 without noise.
+            plan = encoding.ContributionLayout(d, clip=clip, weight_cap=1.0).plan(
+                n, bits, noise_rho=rho, rotate=rotate
+            )
+            stated = 0
+            if plan.mechanism is not None:
+                stated = math.ceil(tail * float(plan.mechanism.sigma) * math.sqrt(n))
+            if plan.noise_bound != stated:
+                return (
+                    f"{where}: ContributionLayout.plan states a noise bound of "
+                    f"{plan.noise_bound} grid units, not ⌈t·σ·√n⌉ = {stated}"
+                    + ("" if plan.mechanism is not None else " (it has no noise)")
                 )
         return None
 

@@ -192,3 +192,22 @@ def test_a_grid_defect_only_at_clips_other_than_one_fails(monkeypatch: pytest.Mo
     monkeypatch.setattr(encoding, "plan_quantization", planned)
     problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
     assert problem is not None and "clip 0.5" in problem and "coarser" in problem, problem
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_a_plan_stating_another_noise_bound_fails(
+    monkeypatch: pytest.MonkeyPatch, noisy: bool
+) -> None:
+    # Held-out 10's survivor: the noise-free plan stated a noise bound of 1 grid unit, not 0.
+    real = plan_quantization
+
+    def planned(*args: Any) -> Any:
+        plan = real(*args)
+        if (plan.mechanism is not None) != noisy:
+            return plan
+        return dataclasses.replace(plan, noise_bound=plan.noise_bound + 1)
+
+    monkeypatch.setattr(encoding, "plan_quantization", planned)
+    problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
+    assert problem is not None and "states a noise bound of" in problem, problem
+    assert ("(it has no noise)" in problem) != noisy
