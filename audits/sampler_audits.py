@@ -290,6 +290,33 @@ _LAPLACE_SCALES = (0.6, 1.0, 2.5, 7.0 / 3.0, 10.0)
 """Audit 1's discrete Laplace scales: integer ones and rationals t/s with s ≠ 1 (3/5, 5/2, 7/3),
 which take the sampler's division Y = ⌊(U + t·V)/s⌋ (CKS20 Alg. 2)."""
 _LAPLACE_TESTS = ("chi2", "variance", "tail")
+_INT64_EDGE_LAPLACE_SCALE = Fraction(2**62 - 1, 2**22 + 1)
+"""A discrete Laplace scale t/s (≈ 2^40) whose numerator sits just under the sampler's
+documented ceiling of 2^62: U + t·V passes 2^63 at V = 2, beyond int64 — reachable only by a
+Fraction (a float's numerator stays below 2^53). Audit 1 holds its draws to the law's bands."""
+_EDGE_DRAWS = 3000
+
+
+def _laplace_band_test(samples: NDArray[np.int64], scale: Fraction) -> dict[str, Any]:
+    """Pearson χ² of |X| in the bands [0, k₁), [k₁, k₂), [k₂, k₃), [k₃, ∞), k_j = ⌈j·λ⌉ (λ the
+    scale), against P[|X| ≥ k] = 2r^k/(1 + r), r = e^(−1/λ), k ≥ 1 (CKS20 Def. 28 summed) —
+    coarse bands, for a scale too large for the pmf's bins."""
+    lam = float(scale)
+    edges = [math.ceil(j * scale) for j in (1, 2, 3)]
+    at_least = [2.0 * math.exp(-k / lam) / (1.0 + math.exp(-1.0 / lam)) for k in edges]
+    probabilities = np.diff([0.0, *(1.0 - a for a in at_least), 1.0])
+    magnitudes = np.abs(samples.astype(np.float64))
+    observed = np.bincount(np.searchsorted(edges, magnitudes, side="right"), minlength=4)
+    expected = probabilities * samples.size
+    statistic = float(np.sum((observed - expected) ** 2 / expected))
+    return {
+        "scale": f"{scale.numerator}/{scale.denominator}",
+        "samples": int(samples.size),
+        "band_counts": observed.tolist(),
+        "band_expected": np.round(expected, 1).tolist(),
+        "band_chi2": statistic,
+        "band_chi2_p": float(stats.chi2.sf(statistic, 3)),
+    }
 
 
 def _laplace_pmf(scale: float) -> Callable[[NDArray[np.int64]], NDArray[np.float64]]:
@@ -357,7 +384,8 @@ def audit_sampler_fit(
     test over disjoint magnitude pairs, a sign-symmetry test and exact binomial tests of the mass
     beyond 4σ and beyond 5σ; and, when the target offers a discrete Laplace sampler
     (``discrete_laplace_sampler()``: scale → draw function), χ², variance and tail-mass tests of
-    it at :data:`_LAPLACE_SCALES` against the pmf recomputed here; every p-value is compared
+    it at :data:`_LAPLACE_SCALES` against the pmf recomputed here, and a band χ² at
+    :data:`_INT64_EDGE_LAPLACE_SCALE` (numerator 2^62 − 1); every p-value is compared
     with α/m (Bonferroni over all m tests, family-wise α = 1e-6).
 
     Parameters
@@ -391,6 +419,7 @@ def audit_sampler_fit(
     laplace = getattr(target, "discrete_laplace_sampler", lambda: None)()
     scales = _LAPLACE_SCALES if laplace is not None and sigmas is None else ()
     tests = len(_FIT_TESTS) * len(samplers) * len(grid) + len(_LAPLACE_TESTS) * len(scales)
+    tests += 1 if scales else 0  # the band χ² at the int64 edge scale
     per_test = FAMILY_ALPHA / tests
     cells: list[dict[str, Any]] = []
     findings: list[str] = []
@@ -440,6 +469,26 @@ def audit_sampler_fit(
             smallest=smallest,
             findings=findings,
         )
+    edge_cell: dict[str, Any] | str = "n/a: none offered, or σ overridden"
+    if scales:
+        assert laplace is not None
+        scale_ = _INT64_EDGE_LAPLACE_SCALE
+        draw = laplace(scale_)
+        # One value per call: the sampler's 64-bit path is taken per batch (when its largest
+        # V allows), so single draws reach it; large batches almost never do.
+        values = np.concatenate(
+            [np.asarray(draw(1, seed * 1000 + 990 + 7919 * i)) for i in range(_EDGE_DRAWS)]
+        )
+        total += values.size
+        edge_cell = _laplace_band_test(values.astype(np.int64), scale_)
+        smallest = _check_p_values(
+            edge_cell,
+            ("band_chi2",),
+            f"discrete Laplace scale={edge_cell['scale']} (numerator 2^62 − 1)",
+            per_test=per_test,
+            smallest=smallest,
+            findings=findings,
+        )
     # What this run would have caught: the variance test's σ shortfall at 95 % power, worst cell.
     worst = max(sigma_shortfall(c["sigma"], c["samples"], per_test) for c in cells)
     laplace_worst = max(
@@ -475,6 +524,7 @@ def audit_sampler_fit(
             "mechanism_sigmas": used,
             "discrete_laplace_cells": laplace_cells or "n/a: none offered, or σ overridden",
             "laplace_scale_shortfall_detected": laplace_worst,
+            "discrete_laplace_int64_edge": edge_cell,
         },
         seconds=time.perf_counter() - start,
         power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z); a tail "
