@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import itertools
 import json
 import logging
 import math
@@ -1354,8 +1355,30 @@ class _OurSecureSum:
             error = float(np.max(np.abs(small.released - reference.released)))
             probe = OverflowProbe(False, error, 0.0, note)
         if probe.refused or probe.max_abs_error <= probe.tolerance:
-            return self._headroom_edge() or probe
+            return self._widest_rings(values, reference, seed) or self._headroom_edge() or probe
         return probe
+
+    @staticmethod
+    def _widest_rings(
+        values: NDArray[np.float64], reference: Any, seed: int
+    ) -> OverflowProbe | None:
+        """dp_quantile on the widest rings it accepts (63 and 64 bits, where its int64 counts
+        are never reduced), secure and simulated, releases what it does securely on its own
+        ring (``None``: it does)."""
+        for bits, secure in itertools.product((63, 64), (False, True)):
+            path = "secure" if secure else "simulated"
+            note = f"dp_quantile ({path}) with modulus_bits = {bits}, against its own ring's"
+            try:
+                wide = dpquantile.quantile.dp_quantile(
+                    values, 0.5, lower=0.0, upper=1.0, bins=4, rho=1.0, seed=seed,
+                    secure=secure, modulus_bits=bits,
+                )  # fmt: skip
+            except Exception as exc:  # a valid ring refused, or the reduction overflowed
+                return OverflowProbe(False, math.inf, 0.0, f"{note}: raised {exc!r}"[:200])
+            error = float(np.max(np.abs(wide.released - reference.released)))
+            if error > 0.0:
+                return OverflowProbe(False, error, 0.0, note)
+        return None
 
     @staticmethod
     def _headroom_edge() -> OverflowProbe | None:
