@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 import dpquantile
 import dpquantile.quantile
 import secagg
+import secagg.client
 import secagg.graph_parameters
 import secagg.masks
 import secagg.messages
@@ -852,6 +853,20 @@ class _QuantileDropout:
 # ----------------------------------------------------------------------------- protocol
 
 
+#: The snapshot fields that are maps (``secagg/client.py``'s ``_encode_map``).
+_SNAPSHOT_MAPS = frozenset(
+    {
+        "pair_secrets",
+        "neighbor_keys",
+        "receive_keys",
+        "pairwise_keys",
+        "held_seed_shares",
+        "held_key_shares",
+        "approval_keys",
+    }
+)
+
+
 class _OurSansIO:
     """Our Client and Server, exactly as tests/secagg/test_state_machine.py drives them."""
 
@@ -930,9 +945,10 @@ class _OurSansIO:
     def damaged_snapshots(data: bytes) -> dict[str, bytes]:
         """Our snapshot (version, state, id, then u32-length-prefixed fields; secagg/client.py)
         with the last field's length one more than the bytes left: every field still reads
-        whole, only the length check can tell; and with another format version (the next and
-        the previous) or a state past the last, the rest intact: "this build reads version"
-        its own only."""
+        whole, only the length check can tell; with its first non-empty map field's last
+        entry a byte short (the field's length shrunk to match); and with another format
+        version (the next and the previous) or a state past the last, the rest intact: "this
+        build reads version" its own only."""
         offset, last = 6, 6
         while offset + 4 <= len(data):
             last = offset
@@ -940,7 +956,22 @@ class _OurSansIO:
         size = int.from_bytes(data[last : last + 4], "little")
         longer = data[:last] + (size + 1).to_bytes(4, "little") + data[last + 4 :]
         version = data[0]
+        damaged = {}
+        # A map field (u32 key, u32 size, value; entries back to back) whose last value lost
+        # its last byte, the field's length shrunk to match: only the entry's own check sees it.
+        offset = 6
+        for name in secagg.client._SNAPSHOT_FIELDS:
+            length = int.from_bytes(data[offset : offset + 4], "little")
+            if name in _SNAPSHOT_MAPS and length:
+                end = offset + 4 + length
+                damaged["whose map field's last entry is a byte short"] = (
+                    data[:offset] + (length - 1).to_bytes(4, "little")
+                    + data[offset + 4 : end - 1] + data[end:]
+                )  # fmt: skip
+                break
+            offset += 4 + length
         return {
+            **damaged,
             "whose last field claims a byte more than is left": longer,
             "of the next format version": bytes([(version + 1) % 256]) + data[1:],
             "of the previous format version": bytes([(version - 1) % 256]) + data[1:],

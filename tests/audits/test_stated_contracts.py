@@ -295,3 +295,37 @@ def test_an_alias_sampler_comparing_all_of_tau_on_a_tie_fails(
     assert result.verdict is Verdict.FAIL
     assert len(result.findings) == 8  # "U at τ" on two columns with τ ≥ 2^160, at four σ
     assert all("U at τ" in finding for finding in result.findings)
+
+
+def test_a_map_entry_cut_short_in_a_snapshot_must_be_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 10's survivor `len(value) > size` in the snapshot's map decoder: a map's last
+    # entry one byte short (its field's length shrunk to match) was restored.
+    from audits.adversary import AdversarialRound  # noqa: PLC0415
+    from audits.attacks import inputs_for  # noqa: PLC0415
+    from secagg import client as client_module  # noqa: PLC0415
+
+    game = AdversarialRound(inputs_for(5), threshold=2, threat_model="semi-honest", seed=0)
+    game.run()
+    ours = _OurSansIO()
+    findings: list[str] = []
+    assert _corrupt_snapshot_checks(ours, {1: game.clients[1]}, "ours", findings) == 11
+    assert findings == []
+    real = client_module._decode_map
+
+    def lenient(data: bytes, value_bytes: int) -> dict[int, bytes]:
+        out: dict[int, bytes] = {}
+        offset = 0
+        while offset < len(data):
+            key = int.from_bytes(data[offset : offset + 4], "little")
+            size = int.from_bytes(data[offset + 4 : offset + 8], "little")
+            out[key] = data[offset + 8 : offset + 8 + size]  # a short last value let through
+            offset += 8 + size
+        return out if data else real(data, value_bytes)
+
+    monkeypatch.setattr(client_module, "_decode_map", lenient)
+    _corrupt_snapshot_checks(ours, {1: game.clients[1]}, "lenient", findings)
+    assert findings == [
+        "restore (lenient): a snapshot whose map field's last entry is a byte short was accepted"
+    ]
