@@ -1359,6 +1359,58 @@ class _OurSecureSum:
                 )
         return None
 
+    @staticmethod
+    def clip_equivariance(seed: int) -> str | None:
+        """The secure average is stated in units of the clip c (grid step ∝ c, sensitivity
+        B·c, noise planned in grid units), so rows and clip scaled by c release c times the
+        clip-1 average and the same weight sum (same seed): within 10⁻⁹ of the clip and 10⁻⁶
+        (measured: 10⁻¹⁶ and 7·10⁻⁹, the rotated grid being bisected), at c = 0.5, 25, 10¹⁰
+        and 2⁻²⁰, with and without noise, rotated and not. ``None``: it does."""
+        cases = [  # (n, d, bits, rotate, ρ)
+            (10, 64, 24, False, 1.0),
+            (10, 1000, 24, True, 1.0),
+            (10, 64, 20, False, 16.0),
+            (10, 3, 32, False, None),
+            (7, 300, 40, True, None),
+        ]
+        for n, d, bits, rotate, rho in cases:
+            rows = np.random.default_rng([seed, n, d]).normal(size=(n, d))
+            rows /= 2.0 * np.linalg.norm(rows, axis=1, keepdims=True)
+            where = (
+                f"secure_weighted_average, n = {n}, d = {d}, {bits}-bit ring, rotate={rotate}"
+                + ("" if rho is None else f", noise ρ = {rho:g}")
+            )
+            unit: Any = None
+            for clip in (1.0, 0.5, 25.0, 1e10, 2.0**-20):
+                settings = secure_average.AverageSettings(
+                    clip=clip,
+                    bits=bits,
+                    rotate=rotate,
+                    quantize=True,
+                    noise=None if rho is None else secure_average.DiscreteGaussianNoise(rho=rho),
+                )
+                try:
+                    scaled = secure_average.secure_weighted_average(
+                        rows * clip, np.ones(n), settings=settings, weight_cap=1.0, seed=seed,
+                        secure=False,
+                    )  # fmt: skip
+                except Exception as error:
+                    if unit is None:
+                        raise  # refused at clip 1: not this check's question
+                    problem = f"{where}: refused at clip {clip:g} but served at clip 1: {error!r}"
+                    return problem[:300]
+                if unit is None:
+                    unit = scaled
+                    continue
+                moved = float(np.max(np.abs(scaled.average / clip - unit.average)))
+                weights = abs(scaled.weight_sum - unit.weight_sum)
+                if moved > 1e-9 or weights > 1e-6:
+                    return (
+                        f"{where}: at clip {clip:g} the average moved by {moved:.3g} clips and "
+                        f"the weight sum by {weights:.3g} from c × the clip-1 release"
+                    )
+        return None
+
     def overflow_probe(self, seed: int) -> OverflowProbe:
         # 6 values in bin 0: the root count n·scale ≥ 2^(b−1) with b one bit below its length.
         values = np.full(6, 0.05)

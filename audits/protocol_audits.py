@@ -877,7 +877,8 @@ def audit_secure_sum(
             probe = secure_sum.overflow_probe(seed)
             headroom = getattr(secure_sum, "headroom_refusal", lambda _: None)(seed)
             grid = getattr(secure_sum, "grid_rule", lambda _: None)(seed)
-        findings.extend(problem for problem in (headroom, grid) if problem is not None)
+            scaled = getattr(secure_sum, "clip_equivariance", lambda _: None)(seed)
+        findings.extend(p for p in (headroom, grid, scaled) if p is not None)
         samples += rounds
         if hasattr(secure_sum, "run_session"):
             samples += sessions

@@ -16,7 +16,7 @@ from audits import OurTarget, Verdict, audit_dropout_noise
 from audits.ours import _QuantileDropout, _SecureAverageDropout
 from audits.targets import PathRelease, ReleasePaths
 from protocols.aggregation._quantization import plan_quantization
-from secagg import Quantizer
+from secagg import HeadroomError, Quantizer
 
 
 def test_our_aggregates_offer_both_paths_and_pass() -> None:
@@ -211,3 +211,31 @@ def test_a_plan_stating_another_noise_bound_fails(
     problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
     assert problem is not None and "states a noise bound of" in problem, problem
     assert ("(it has no noise)" in problem) != noisy
+
+
+def test_our_average_is_equivariant_in_the_clip() -> None:
+    assert OurTarget().secure_sum().clip_equivariance(0) is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("broken", ["coarser", "refused"])
+def test_an_average_that_depends_on_the_clip_s_units_fails(
+    monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    # Held-out 10's survivor `s_min = min(1.0 + magnitude, s_max)`: with noise, a clip of 10^10
+    # on a 24-bit ring was refused (the coarsest grid taken as 10^10 steps per clip), though
+    # the same problem at clip 1 is served; and seed 6's `_MAX_SCALED ** clip`, a coarser grid.
+    real = plan_quantization
+
+    def planned(*args: Any) -> Any:
+        plan = real(*args)
+        if args[2] == 1.0:  # the coordinate magnitude B·c: 1 at clip 1 (B = 1 throughout)
+            return plan
+        if broken == "refused":
+            raise HeadroomError("no room", required_bits=64)
+        quantizer = Quantizer(clip=plan.quantizer.clip, scale=plan.quantizer.scale * 0.5)
+        return dataclasses.replace(plan, quantizer=quantizer)
+
+    monkeypatch.setattr(encoding, "plan_quantization", planned)
+    problem = OurTarget().secure_sum().clip_equivariance(0)  # type: ignore[union-attr]
+    words = "refused at clip 0.5" if broken == "refused" else "at clip 0.5 the average moved"
+    assert problem is not None and words in problem, problem
