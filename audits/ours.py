@@ -241,11 +241,12 @@ class _OurAccountant:
         attempts: int,
         *,
         replace_one: bool = False,
-    ) -> tuple[int, float, bool]:
+    ) -> tuple[int, float, bool, tuple[Any, Any, Any]]:
         """Spend one N_ℤ(0, σ²) release of sensitivity Δ (add/remove) at a time against a
         PrivacyBudget of ``limit`` ((ε at ``delta``) or ρ; stated for replace-one neighbours
         with ``replace_one``) until it refuses: (releases accepted, spent(), whether
-        ``would_exceed`` asked before each spend agreed with it every time)."""
+        ``would_exceed`` asked before each spend agreed with it every time, the limit as the
+        budget states it: its ``epsilon``, ``delta`` and ``rho``)."""
         kind, value = limit
         relation: Literal["replace_one"] | None = "replace_one" if replace_one else None
         if kind == "rho":
@@ -263,7 +264,8 @@ class _OurAccountant:
                 break
             agreed = agreed and not predicted
             accepted += 1
-        return accepted, float(budget.spent()), agreed
+        stated = (budget.epsilon, budget.delta, budget.rho)
+        return accepted, float(budget.spent()), agreed, stated
 
     @staticmethod
     def discrete_gaussian_profile_is_exact(sigma: float, sensitivity: float, rounds: int) -> bool:

@@ -524,6 +524,10 @@ def _budget_problem(
         return row, f"raised {type(error).__name__}: {error}"[:200]
     if agreement and not agreement[0]:
         return row, "its would_exceed query disagreed with what spend then did"
+    if len(agreement) > 1:  # the limit as the budget states it: (ε, δ, ρ)
+        limit_stated = (value, delta, None) if kind == "epsilon" else (None, None, value)
+        if tuple(agreement[1]) != limit_stated:
+            return row, f"states its limit as (ε, δ, ρ) = {agreement[1]}, not {limit_stated}"
     if replace_one:
         sensitivity = 2.0 * sensitivity  # what one replaced client moves the release by
     row.update(accepted=int(accepted), spent=float(spent))
@@ -563,7 +567,8 @@ def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]
     the exact ε of what it accepted exceed it, and reports that ε as spent; in ρ, the same with
     ρ = T·Δ²/(2σ²) recomputed here (with non-integer Δ too: √2 and 1/2); a trial that also
     reports whether the budget's own "would it exceed?" query agreed with every spend must
-    have it agree. A target listing
+    have it agree, and one that also reports the limit as the budget states it (ε, δ, ρ)
+    must report the limit it was given. A target listing
     ``"replace_one"`` in ``budget_neighbourings`` also runs budgets stated for replace-one
     neighbours fed add/remove releases, each held to Δ doubled."""
     trial = getattr(accountant, "budget_trial", None)

@@ -123,3 +123,17 @@ def test_rho_understated_for_a_non_integer_sensitivity_is_caught(
     assert findings and all("Δ=1.414" in f or "Δ=0.5" in f for f in findings)
     assert any("never refused" in f for f in findings)
     assert any("let ρ reach" in f for f in findings)
+
+
+@pytest.mark.parametrize("field", ["epsilon", "delta", "rho"])
+def test_a_budget_stating_another_limit_is_caught(
+    monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    # Held-out 10's survivor: PrivacyBudget.epsilon lost its @property, so reading the limit
+    # gave a bound method (the limit it enforces unchanged; the one it reports, wrong).
+    original = getattr(accounting.PrivacyBudget, field)
+    monkeypatch.setattr(
+        accounting.PrivacyBudget, field, property(lambda self: (original.fget(self) or 0) * 2)
+    )
+    findings = _findings()
+    assert findings and all("states its limit as (ε, δ, ρ)" in f for f in findings)
