@@ -535,6 +535,15 @@ class _OurAccountant:
                     values[:2], 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=0, secure=False
                 ),
             ),
+            (
+                # "auto" built at run time (as read from a config file or a command line): a
+                # string equal to the default, not the same object.
+                "dp_quantile(secure=True, neighbors='auto' read at run time)",
+                lambda: dpquantile.dp_quantile(
+                    values, 0.5, lower=0.0, upper=1.0, bins=8, rho=1.0, seed=0, secure=True,
+                    neighbors="".join(("au", "to")),  # type: ignore[arg-type]
+                ),
+            ),
             ("rho_for_epsilon(1e-20, 1e-5)", partial(dpquantile.rho_for_epsilon, 1e-20, 1e-5)),
             # Where ε = 0 is the answer (δ above the whole privacy profile): δ ∈ (0, 1) is served.
             ("ε(δ = 0.5) of N_Z(σ = 1), Δ = 1", partial(self._epsilon_of, 1.0, 0.5)),

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import dpquantile
 from audits.ours import OurTarget
 from audits.targets import refusal_findings
 
@@ -17,7 +18,7 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (64, [])
+    assert refusal_findings(target.accountant()) == (65, [])
     assert refusal_findings(target.graph_parameters()) == (27, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (13, [])
@@ -283,3 +284,25 @@ def test_mask_keys_of_other_lengths_and_mixed_relations_in_one_event_are_caught(
         "a ComposedEvent of an add/remove and a replace-one event accepted (returned a "
         "ComposedEvent)"
     ]
+
+
+def test_a_quantile_that_knows_auto_only_by_identity_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 10's survivor `neighbors is "auto"`: the literal default worked (an interned
+    # string), the same value read at run time fell through to the graph as a degree.
+    import dpquantile.quantile as quantile  # noqa: PLC0415
+
+    real = quantile.dp_quantile
+    literal = "auto"
+
+    def by_identity(*args: Any, neighbors: Any = literal, **kwargs: Any) -> Any:
+        if neighbors == literal and id(neighbors) != id(literal):
+            raise TypeError("'<' not supported between instances of 'str' and 'int'")
+        return real(*args, neighbors=neighbors, **kwargs)
+
+    assert refusal_findings(OurTarget().accountant())[1] == []
+    monkeypatch.setattr(quantile, "dp_quantile", by_identity)
+    monkeypatch.setattr(dpquantile, "dp_quantile", by_identity)
+    _, findings = refusal_findings(OurTarget().accountant())
+    assert len(findings) == 1 and "neighbors='auto' read at run time) not served" in findings[0]
