@@ -144,7 +144,7 @@ class _Sum:
         self.seed_shares: dict[int, dict[int, NDArray[np.int64]]] = {}
         self.key_shares: dict[int, dict[int, NDArray[np.int64]]] = {}
         self.revealed_seeds: dict[int, bytes] = {}
-        self.revealed_pairwise: dict[frozenset[int], set[bytes]] = {}
+        self.revealed_pairwise: dict[frozenset[int], set[bytes]] = {}  # pair → revealed κ^r
         self.commitments: dict[int, bytes] = {}
         self.recovery_commitments: dict[int, bytes] = {}
         self.escrows: dict[int, dict[int, tuple[bytes, bytes]]] = {}
@@ -349,7 +349,18 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
         minus: list[bytes] = []
         complete = True
         for v in members:
-            candidates = set(material.revealed_pairwise.get(frozenset((u, v)), set()))
+            candidates = {  # revealed sum keys κ^r, each turned into the mask key u used
+                pairwise_mask_key(
+                    kappa,
+                    session_id=sid,
+                    first=u,
+                    second=v,
+                    vector_name=name,
+                    iteration=r,
+                    iterate=bound,
+                )
+                for kappa in material.revealed_pairwise.get(frozenset((u, v)), set())
+            }
             computed = None
             kappa = material.sum_key(u, v, mask_public, known, t) or material.sum_key(
                 v, u, mask_public, known, t

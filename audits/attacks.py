@@ -892,6 +892,59 @@ def _garbled_held_shares(threat_model: str, neighbors: int | None, seed: int) ->
     )
 
 
+def _wrong_pairwise_key(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
+    """Client 6 vanishes before its masked input (9 clients, t = 3), so its surviving
+    neighbours reveal their pairwise key with it; the lowest-numbered of them reveals a wrong
+    one — well-formed garbage of the right length, or the right key with 16 bytes appended.
+    README: misbehaving clients cannot sink a round and the culprit is named. Decided by the
+    round's correctness, with the liar named, in both variants."""
+    from secagg import ForwardedShares, UnmaskRequest, UnmaskResponse  # noqa: PLC0415
+
+    neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
+    runs = []
+    for variant in ("garbage", "over-long"):
+        game = AdversarialRound(
+            inputs_for(9), threshold=3, neighbors=neighbors, threat_model=threat_model, seed=seed
+        )
+        rng = np.random.default_rng(seed)
+        outgoing = run_until(game, UnmaskRequest, silent={ForwardedShares: (6,)})
+        answers = [r for m in outgoing for r in game.to_client(m)]
+        revealing = sorted(
+            r.sender
+            for r in answers
+            if isinstance(r, UnmaskResponse) and any(v == 6 for v, _ in r.pairwise_keys)
+        )
+        bad = revealing[0]
+        replies = []
+        for answer in answers:
+            if isinstance(answer, UnmaskResponse) and answer.sender == bad:
+                keys = tuple(
+                    (v, _garbage(b, rng) if variant == "garbage" else b + bytes(16))
+                    for v, b in answer.pairwise_keys
+                )
+                answer = dataclasses.replace(answer, pairwise_keys=keys)  # noqa: PLW2901
+            replies.append(answer)
+        outgoing = game.to_server(replies) or game.close()
+        while outgoing:
+            outgoing = game.step(outgoing)
+        honest = [u for u in game.clients if u not in (bad, 6)]
+        runs.append((bad, game, _correct(game, honest)))
+    named = [bad in {f.peer_id for f in g.server.faults} for bad, g, _ in runs]
+    shown = next(
+        (i for i, (_, _, correct) in enumerate(runs) if not correct),
+        next((i for i, ok in enumerate(named) if not ok), 0),
+    )
+    bad, game, _ = runs[shown]
+    return _client_outcome(
+        "wrong-pairwise-key",
+        threat_model,
+        neighbors,
+        game,
+        all(correct for _, _, correct in runs),
+        culprits=(bad,),
+    )
+
+
 def _one_garbage_share_of_t_plus_one(
     threat_model: str, neighbors: int | None, seed: int
 ) -> AttackOutcome:
@@ -1246,6 +1299,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "client",
         "one of exactly t + 1 holders answers with garbage (each holder in turn)",
         _one_garbage_share_of_t_plus_one,
+    ),
+    AttackSpec(
+        "wrong-pairwise-key",
+        "client",
+        "a survivor reveals a wrong pairwise key with a dropped neighbour (garbage; over-long)",
+        _wrong_pairwise_key,
     ),
     AttackSpec(
         "malformed-escrows",

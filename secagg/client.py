@@ -931,15 +931,8 @@ class Client:
             iterate, dimension=masked.size, configured=self.config.dimension
         )
         for v in members:
-            kappa = pair_sum_key(
-                self._pair_secrets[v],
-                session_id=self._session_id,
-                first=self.client_id,
-                second=v,
-                iteration=r,
-            )
             key = pairwise_mask_key(
-                kappa,
+                self._sum_key(v, r),
                 session_id=self._session_id,
                 first=self.client_id,
                 second=v,
@@ -1022,6 +1015,16 @@ class Client:
             return [ConsistencySignature(self._session_id, me, b"", self._iteration, approvals)]
         signature = self._identity.sign(signed)
         return [ConsistencySignature(self._session_id, self.client_id, signature, self._iteration)]
+
+    def _sum_key(self, v: int, r: int) -> bytes:
+        """κ_uv^r, this sum's pair key with neighbour ``v`` (``keys.pair_sum_key``)."""
+        return pair_sum_key(
+            self._pair_secrets[v],
+            session_id=self._session_id,
+            first=self.client_id,
+            second=v,
+            iteration=r,
+        )
 
     def _check_unmask_lists(self, message: UnmaskRequest) -> None:
         survivors, dropped = message.survivors, message.dropped
@@ -1136,7 +1139,9 @@ class Client:
             tuple((v, seed_shares[v][window]) for v in survivors if v in seed_shares),
             tuple((v, key_shares[v][window]) for v in dropped if v in key_shares),
             self._self_mask_seeds[r - 1],
-            tuple((v, self._pairwise_keys[v]) for v in dropped),
+            # κ_uv^r, not the mask key: the server checks it against this client's commitment
+            # (a wrong one is named and recovered around, never summed) and derives the key.
+            tuple((v, self._sum_key(v, r)) for v in dropped),
             r,
         )
         # This sum's secrets are spent; the next sum's are untouched.

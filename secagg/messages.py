@@ -639,8 +639,8 @@ class UnmaskResponse:
     survive shares that were dealt wrong). ``seed_shares`` and ``key_shares`` are (owner id,
     share bytes) for surviving and dropped neighbours — a share is the little-endian ``u32``
     field elements of one secret's sub-secret shares — and ``pairwise_keys`` are (dropped
-    neighbour, 16-byte pairwise mask key) so the server can cancel those masks without the
-    dropped client's shares.
+    neighbour, the pair's 32-byte sum key κ_uv^r) so the server can cancel those masks without
+    the dropped client's shares; it checks each κ against the sender's commitment to it.
     """
 
     session_id: bytes

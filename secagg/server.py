@@ -57,7 +57,6 @@ from secagg.identity import (
 from secagg.keys import KEY_BYTES, is_low_order, seal_pair_key
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
-    MASK_KEY_BYTES,
     MAX_DIMENSION,
     MAX_ID,
     SEED_BYTES,
@@ -721,9 +720,9 @@ class Server:
         ):
             self._exclude(sender)
             raise self._fault("unmask response does not match the request", sender)
-        if any(len(key) != MASK_KEY_BYTES for _, key in message.pairwise_keys):
+        if any(len(key) != KEY_BYTES for _, key in message.pairwise_keys):
             self._exclude(sender)
-            raise self._fault("revealed pairwise key of the wrong length", sender)
+            raise self._fault("revealed pair key of the wrong length", sender)
         decoded: list[tuple[dict[int, dict[int, np.ndarray]], int, np.ndarray]] = []
         for store, entries in (
             (self._seed_shares, message.seed_shares),
@@ -1036,6 +1035,24 @@ class Server:
         commitment = self._recovery[owner].recovery_commitment_of(r)
         return lambda key: recovery_commitment(self._session_id, owner, key, r) == commitment
 
+    def _verified_pair_keys(self, dropped: int, alive: list[int]) -> dict[int, bytes]:
+        """The sum keys κ^r with ``dropped`` that its surviving neighbours revealed and that
+        match the revealer's own commitment; a wrong one is a fault naming its revealer, and
+        the server recovers that pair's key from the dropped client's escrow instead."""
+        r = self._iteration
+        revealed = self._revealed_pairwise.get(dropped, {})
+        verified: dict[int, bytes] = {}
+        for u in alive:
+            kappa = revealed.get(u)
+            if kappa is None:
+                continue
+            _, committed = self._recovery[u].escrow_of(r)[dropped]
+            if pair_key_commitment(self._session_id, u, dropped, kappa, r) == committed:
+                verified[u] = kappa
+            else:
+                self._fault(f"revealed a wrong pair key with client {dropped}", u)
+        return verified
+
     def _escrowed_pair_key(self, dropped: int, recovery_key: bytes, survivor: int) -> bytes:
         """The sum key κ of (dropped, survivor), opened from the dropped client's escrow and
         checked against the survivor's own commitment: a wrong escrow aborts, never a wrong sum."""
@@ -1089,7 +1106,7 @@ class Server:
         bound = self._mask_binding
         for v in sorted(dropped):
             alive = [u for u in self._neighbors[v] if u in survivors]
-            revealed = self._revealed_pairwise.get(v, {})
+            revealed = self._verified_pair_keys(v, alive)
             recovery: bytes | None = None
             if any(u not in revealed for u in alive):
                 # A survivor that masked with v did not reveal their pairwise key: rebuild v's
@@ -1101,22 +1118,19 @@ class Server:
                 )
                 recovered.add(v)
             for u in alive:
-                key = revealed.get(u)
-                if recovery is not None:
+                kappa = revealed.get(u)
+                if kappa is None:
+                    assert recovery is not None
                     kappa = self._escrowed_pair_key(v, recovery, u)
-                    computed = pairwise_mask_key(
-                        kappa,
-                        session_id=self._session_id,
-                        first=u,
-                        second=v,
-                        vector_name=name,
-                        iteration=r,
-                        iterate=bound,
-                    )
-                    if key is not None and key != computed:
-                        self._fault(f"revealed a wrong pairwise key with client {v}", u)
-                    key = computed
-                assert key is not None
+                key = pairwise_mask_key(
+                    kappa,
+                    session_id=self._session_id,
+                    first=u,
+                    second=v,
+                    vector_name=name,
+                    iteration=r,
+                    iterate=bound,
+                )
                 # u added +PRG(s_uv) if v > u, −PRG(s_uv) if v < u: remove exactly that.
                 (minus if v > u else plus).append(key)
         # Only the masks that do not cancel are regenerated, all in one cache-friendly pass.

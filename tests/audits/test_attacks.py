@@ -208,6 +208,7 @@ def test_a_server_that_records_no_faults_fails_the_naming_check(
         "garbage-unmask-shares",
         "garbled-held-shares",
         "one-garbage-share-of-t+1",
+        "wrong-pairwise-key",
         "malformed-escrows",
         "malformed-masked-input",
         "replay-from-another-round",
@@ -430,3 +431,24 @@ def test_a_client_masking_for_fewer_than_t_members_exposes_its_input(
         for neighbors in (None, 4):
             outcome = _members_below_threshold(threat_model, neighbors, 0)
             assert len(outcome.exposed) == 1, outcome
+
+
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_a_server_trusting_revealed_pair_keys_is_sunk_by_one_wrong_key(
+    monkeypatch: pytest.MonkeyPatch, threat_model: str
+) -> None:
+    # Found from held-out 10's survivor `len(key) < MASK_KEY_BYTES`: the server used a dropped
+    # client's revealed pairwise keys unchecked, so one survivor revealing a wrong one made the
+    # total wrong, silently, in both modes. It now reveals κ^r, checked against its commitment.
+    from audits.attacks import _wrong_pairwise_key  # noqa: PLC0415
+    from secagg.server import Server  # noqa: PLC0415
+
+    assert not _wrong_pairwise_key(threat_model, None, 0).succeeded
+
+    def unchecked(self: Any, dropped: int, alive: list[int]) -> dict[int, bytes]:
+        revealed = self._revealed_pairwise.get(dropped, {})
+        return {u: revealed[u] for u in alive if u in revealed}
+
+    monkeypatch.setattr(Server, "_verified_pair_keys", unchecked)
+    outcome = _wrong_pairwise_key(threat_model, None, 0)
+    assert outcome.succeeded and not outcome.correct and not outcome.named

@@ -353,3 +353,37 @@ def test_secure_sum_defaults_to_the_malicious_mode() -> None:
     plain = secure_sum([[1, 2], [3, 4], [5, 6]], seed=0, threat_model="semi-honest")
     assert plain.upload_bytes["consistency_check"] == 0
     assert plain.total.tolist() == result.total.tolist() == [9, 12]
+
+
+@pytest.mark.parametrize("neighbors", GRAPHS)
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+@pytest.mark.parametrize("liars", [1, 2])
+def test_a_wrong_revealed_pair_key_is_named_and_recovered_around(
+    neighbors: int | None, threat_model: str, liars: int
+) -> None:
+    # Client 6 never sends its masked input; its surviving neighbours reveal κ^r with it so the
+    # server can cancel their masks. Liars reveal another 32-byte key: each is named, its pair
+    # key is opened from 6's escrow instead, and the total is exact.
+    game = AdversarialRound(
+        inputs_for(9), threshold=3, neighbors=neighbors, threat_model=threat_model, seed=3
+    )
+    outgoing = run_until(game, UnmaskRequest, silent={ForwardedShares: (6,)})
+    answers = [r for m in outgoing for r in game.to_client(m)]
+    revealing = sorted(r.sender for r in answers if any(v == 6 for v, _ in r.pairwise_keys))
+    bad = tuple(revealing[:liars])
+    wrong = bytes(range(32))
+    replies = [
+        dataclasses.replace(r, pairwise_keys=tuple((v, wrong) for v, _ in r.pairwise_keys))
+        if r.sender in bad
+        else r
+        for r in answers
+    ]
+    outgoing = game.to_server(replies) or game.close()
+    while outgoing:
+        outgoing = game.step(outgoing)
+    server = game.server
+    assert server.state is ServerState.COMPLETED, server.abort_reason
+    assert 6 not in server.result.survivors and set(bad) <= set(server.result.survivors)
+    assert server.result.total.tolist() == total_of(game, server.result.survivors)
+    assert {f.peer_id for f in server.result.faults} == set(bad)
+    assert server.reconstructed_key_owners == {6}
