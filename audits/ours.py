@@ -565,6 +565,12 @@ class _OurAccountant:
         event = dpquantile.ZCDP(rho)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def zcdp_optimal_order(self, rho: float, rounds: int, delta: float) -> float:
+        """The Rényi order α at which the accountant states ``zcdp_epsilon``'s ε."""
+        event = dpquantile.ZCDP(rho)
+        accountant = dpquantile.ZCDPAccountant().compose(event, count=rounds)
+        return float(accountant.optimal_order(delta))
+
     def discrete_laplace_epsilon(self, epsilon0: float, rounds: int, delta: float) -> float:
         event = dpquantile.DiscreteLaplace(scale=1.0 / epsilon0, l1_sensitivity=1.0)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))

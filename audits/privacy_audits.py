@@ -636,11 +636,14 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
     Thm. 8; T Gaussians compose to one with μ√T); and at most 1.3 × it (useful). An
     accountant that claims ``zcdp_conversion = "cks20"`` must give exactly (to 10⁻⁹) the ε of
     CKS20's conversion at its best order (:func:`cks20_epsilon`): a search that settles on a
-    worse order is valid but looser than claimed."""
+    worse order is valid but looser than claimed. An accountant that states the order
+    (``zcdp_optimal_order(ρ, rounds, δ)``) must state one (α > 1) at which that conversion gives
+    its claimed ε (to 10⁻⁹)."""
     claim = getattr(accountant, "zcdp_epsilon", None)
     if claim is None:
         return []
     optimal = getattr(accountant, "zcdp_conversion", None) == "cks20"
+    order_of = getattr(accountant, "zcdp_optimal_order", None)
     grid = _ZCDP_GRID[tier]
     rows: list[dict[str, Any]] = []
     for rho, rounds, delta in itertools.product(grid["rho"], grid["rounds"], grid["delta"]):
@@ -656,6 +659,18 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
                 findings.append(
                     f"{where}: claimed ε {claimed:.9g} is not CKS20's conversion at its best "
                     f"order ({best:.9g}), as claimed"
+                )
+        if order_of is not None:  # the order it states must be an order, and give its ε
+            alpha = float(order_of(rho, int(rounds), delta))
+            rows[-1]["order"] = alpha
+            at = math.nan
+            if alpha > 1.0:
+                tail = math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)
+                at = rho * rounds * alpha + tail / (alpha - 1)
+            if not abs(at - claimed) <= 1e-9 * claimed:
+                findings.append(
+                    f"{where}: states its best Rényi order as α = {alpha:.6g}, where CKS20's "
+                    f"conversion gives {at:.9g}, not its claimed ε {claimed:.9g}"
                 )
         if claimed < exact * (1 - 1e-9) - 1e-9:
             findings.append(

@@ -129,3 +129,23 @@ def test_rounding_sensitivities_are_recomputed_from_kls21() -> None:
     caught: list[str] = []
     _rounding_sensitivity_checks(CrossTermDivided(), caught)
     assert caught and all("noise understated" in f for f in caught)
+
+
+@pytest.mark.parametrize(("stated", "words"), [("mirrored", "conversion gives nan"),
+                                               ("larger", "not its claimed ε")])  # fmt: skip
+def test_an_accountant_stating_another_best_order_is_caught(stated: str, words: str) -> None:
+    # Held-out 10's survivor `alpha = 1.0 - math.exp(...)`: the refined order's ε was right but
+    # the order the accountant states (optimal_order) was 2 − α, below 1 (no Rényi order).
+    ours = OurTarget().accountant()
+
+    class Misstated:
+        def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
+            return float(ours.zcdp_epsilon(rho, rounds, delta))  # type: ignore[attr-defined]
+
+        def zcdp_optimal_order(self, rho: float, rounds: int, delta: float) -> float:
+            alpha = float(ours.zcdp_optimal_order(rho, rounds, delta))  # type: ignore[attr-defined]
+            return 2.0 - alpha if stated == "mirrored" else 1.5 * alpha
+
+    findings: list[str] = []
+    _zcdp_checks(Misstated(), "fast", findings)
+    assert len(findings) == 36 and all(words in f for f in findings), findings[:2]
