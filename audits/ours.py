@@ -1725,6 +1725,8 @@ class _OurGraph:
             ("corruption_rate", 1.0),
             ("corruption_rate", nan),
             ("failure_log2", 0.0),
+            ("failure_log2", 1.0),  # above 0: a "probability" of 2
+            ("failure_log2", inf),
             ("failure_log2", nan),
             ("security_bits", 0.0),
             ("security_bits", -1.0),

@@ -19,7 +19,7 @@ from audits.targets import refusal_findings
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
     assert refusal_findings(target.accountant()) == (65, [])
-    assert refusal_findings(target.graph_parameters()) == (27, [])
+    assert refusal_findings(target.graph_parameters()) == (29, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (13, [])
     assert refusal_findings(target.mask_prg()) == (6, [])
@@ -306,3 +306,25 @@ def test_a_quantile_that_knows_auto_only_by_identity_is_caught(
     monkeypatch.setattr(dpquantile, "dp_quantile", by_identity)
     _, findings = refusal_findings(OurTarget().accountant())
     assert len(findings) == 1 and "neighbors='auto' read at run time) not served" in findings[0]
+
+
+def test_a_picker_accepting_a_failure_target_above_zero_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 10's survivor `-200.0 <= failure_target != 0.0`: failure_log2 > 0 (a failure
+    # "probability" above 1) was accepted; only 0 itself was listed.
+    import secagg.graph_parameters as graph  # noqa: PLC0415
+
+    real = graph.secagg_plus_parameters
+
+    def lenient(num_clients: int, **kwargs: Any) -> Any:
+        if kwargs.get("failure_log2", -20.0) > 0:
+            kwargs["failure_log2"] = -1.0
+        return real(num_clients, **kwargs)
+
+    monkeypatch.setattr(graph, "secagg_plus_parameters", lenient)
+    _, findings = refusal_findings(OurTarget().graph_parameters())
+    assert findings == [
+        f"secagg_plus_parameters(failure_log2={v}) accepted (returned a SecAggPlusParameters)"
+        for v in ("1.0", "inf")
+    ]
