@@ -1854,6 +1854,11 @@ class OurTarget:
             _OurSampler("fast", "FastDiscreteGaussian", exact=False),
         )
 
+    @staticmethod
+    def discrete_laplace_stated_scale(scale: float) -> Any:
+        """The scale :class:`dpquantile.ExactDiscreteLaplace` states (audit 2)."""
+        return dpquantile.ExactDiscreteLaplace(scale).scale
+
     def discrete_laplace_sampler(self) -> Callable[[float], Draw]:
         """:class:`dpquantile.ExactDiscreteLaplace`: scale → draw function (audit 1)."""
 

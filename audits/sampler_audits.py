@@ -717,6 +717,21 @@ def audit_sampler_exactness(
                     f"{int(np.count_nonzero(tiny))} non-zero values ({tiny.dtype}), where its "
                     "mass off 0 is below 2·e^(−10⁵)"
                 )
+    # The scale the discrete Laplace sampler states (``discrete_laplace_stated_scale``): the
+    # one it was given, converted exactly ("int, float or Fraction, converted exactly").
+    stated_scale: Callable[[float], Any] | None = getattr(
+        target, "discrete_laplace_stated_scale", None
+    )
+    for scale in _LAPLACE_SCALES:
+        if stated_scale is None:
+            break
+        checks += 1
+        given = stated_scale(scale)
+        if not (isinstance(given, Fraction) and given == Fraction(scale)):
+            findings.append(
+                f"discrete Laplace scale={scale:.4g}: states its scale as {given!r}, not "
+                f"{Fraction(scale)!r}"[:200]
+            )
     return AuditResult(
         audit=2,
         name="sampler-exactness",

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import dpquantile
 from audits import OurTarget, Verdict, audit_sampler_exactness
 from audits.ours import _OurSampler, _OurSansIO
 from audits.privacy_audits import _kls21_export_checks, kls21_renyi_reference
@@ -329,3 +330,19 @@ def test_a_map_entry_cut_short_in_a_snapshot_must_be_refused(
     assert findings == [
         "restore (lenient): a snapshot whose map field's last entry is a byte short was accepted"
     ]
+
+
+@pytest.mark.parametrize("stated", ["method", "float"])
+def test_a_laplace_sampler_stating_another_scale_fails(stated: str) -> None:
+    # Held-out 10's survivor: ExactDiscreteLaplace.scale lost its @property (a bound method);
+    # a float in place of the exact Fraction is no better.
+    class Target(OurTarget):
+        @staticmethod
+        def discrete_laplace_stated_scale(scale: float) -> Any:
+            sampler = dpquantile.ExactDiscreteLaplace(scale)
+            return sampler.sample if stated == "method" else float(sampler.scale)
+
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+    result = audit_sampler_exactness(Target())
+    assert result.verdict is Verdict.FAIL and len(result.findings) == 5  # _LAPLACE_SCALES
+    assert all("states its scale as" in finding for finding in result.findings)
