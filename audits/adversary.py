@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -349,32 +350,17 @@ def reconstruct_inputs(view: ServerView) -> dict[tuple[bytes, int, int], NDArray
         minus: list[bytes] = []
         complete = True
         for v in members:
-            candidates = {  # revealed sum keys κ^r, each turned into the mask key u used
-                pairwise_mask_key(
-                    kappa,
-                    session_id=sid,
-                    first=u,
-                    second=v,
-                    vector_name=name,
-                    iteration=r,
-                    iterate=bound,
-                )
-                for kappa in material.revealed_pairwise.get(frozenset((u, v)), set())
-            }
-            computed = None
+            # The mask key u used with v, from their sum key κ^r (revealed, or rebuilt here).
+            mask_key = partial(
+                pairwise_mask_key, session_id=sid, first=u, second=v, vector_name=name,
+                iteration=r, iterate=bound,
+            )  # fmt: skip
+            revealed = material.revealed_pairwise.get(frozenset((u, v)), set())
+            candidates = {mask_key(kappa) for kappa in revealed}
             kappa = material.sum_key(u, v, mask_public, known, t) or material.sum_key(
                 v, u, mask_public, known, t
             )
-            if kappa is not None:
-                computed = pairwise_mask_key(
-                    kappa,
-                    session_id=sid,
-                    first=u,
-                    second=v,
-                    vector_name=name,
-                    iteration=r,
-                    iterate=bound,
-                )
+            computed = None if kappa is None else mask_key(kappa)
             if computed is not None:
                 key = computed
             elif len(candidates) == 1:

@@ -870,6 +870,16 @@ class _QuantileDropout:
 # ----------------------------------------------------------------------------- protocol
 
 
+def _average_settings(
+    clip: float, bits: int, rotate: bool, rho: float | None
+) -> secure_average.AverageSettings:
+    """A quantised secure average's settings, with the discrete Gaussian planned for ρ (or none)."""
+    noise = None if rho is None else secure_average.DiscreteGaussianNoise(rho=rho)
+    return secure_average.AverageSettings(
+        clip=clip, bits=bits, rotate=rotate, quantize=True, noise=noise
+    )
+
+
 #: The snapshot fields that are maps (``secagg/client.py``'s ``_encode_map``).
 _SNAPSHOT_MAPS = frozenset(
     {
@@ -1313,13 +1323,7 @@ class _OurSecureSum:
             magnitude_of_coordinates = clip  # B·c (B = 1): the vector's and the weight's
             vectors = np.random.default_rng([seed, n, d]).normal(size=(n, d))
             vectors *= clip / (2.0 * np.linalg.norm(vectors, axis=1, keepdims=True))
-            settings = secure_average.AverageSettings(
-                clip=clip,
-                bits=bits,
-                rotate=rotate,
-                quantize=True,
-                noise=None if rho is None else secure_average.DiscreteGaussianNoise(rho=rho),
-            )
+            settings = _average_settings(clip, bits, rotate, rho)
             result = secure_average.secure_weighted_average(
                 vectors, np.ones(n), settings=settings, weight_cap=1.0, seed=seed, secure=False
             )
@@ -1399,13 +1403,7 @@ class _OurSecureSum:
             )
             unit: Any = None
             for clip in (1.0, 0.5, 25.0, 1e10, 2.0**-20):
-                settings = secure_average.AverageSettings(
-                    clip=clip,
-                    bits=bits,
-                    rotate=rotate,
-                    quantize=True,
-                    noise=None if rho is None else secure_average.DiscreteGaussianNoise(rho=rho),
-                )
+                settings = _average_settings(clip, bits, rotate, rho)
                 try:
                     scaled = secure_average.secure_weighted_average(
                         rows * clip, np.ones(n), settings=settings, weight_cap=1.0, seed=seed,
