@@ -295,6 +295,8 @@ _STATED = {
     ("mutation_sweep_2026-12-07-heldout8.json", "heldout8-final-audits.json"): (37, 79, 82),
     ("mutation_sweep_2026-12-07-heldout9.json", None): (83, 163, 178),
     ("mutation_sweep_2026-12-07-heldout9.json", "heldout9-final-audits.json"): (93, 174, 178),
+    ("mutation_sweep_2026-12-07-heldout10.json", None): (68, 140, 160),
+    ("mutation_sweep_2026-12-07-heldout10.json", "heldout10-final-audits.json"): (80, 152, 160),
 }
 
 
