@@ -152,9 +152,9 @@ def test_restarted_clients_answer_byte_for_byte_and_rounds_stay_exact() -> None:
 
     sans_io = OurTarget().sans_io()
     assert sans_io is not None
-    # 4 rounds, and in each 12 restores from the snapshot: intact, damaged (6 ways: 4 generic,
-    # a length one too big, a map entry a byte short), and of another format version or state
-    # (4 ways).
+    # 4 rounds, each counted with its 11 restores from the snapshot: intact, damaged 6 ways (4
+    # generic, a length one too big, a map entry a byte short), and of another format version
+    # or state (4 ways).
     assert _restore_checks(sans_io, 0) == (48, [])
 
 
