@@ -886,7 +886,6 @@ _SNAPSHOT_MAPS = frozenset(
         "pair_secrets",
         "neighbor_keys",
         "receive_keys",
-        "pairwise_keys",
         "held_seed_shares",
         "held_key_shares",
         "approval_keys",

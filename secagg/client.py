@@ -62,7 +62,6 @@ from secagg.keys import (
 )
 from secagg.masks import add_masks, pairwise_mask_key, self_mask_key
 from secagg.messages import (
-    MASK_KEY_BYTES,
     MAX_ID,
     AdvertiseKeys,
     ClientKeys,
@@ -96,7 +95,7 @@ __all__ = ["Client", "ClientState"]
 
 # Snapshot format (little-endian): version:u8 ‖ state:u8 ‖ client_id:u32 ‖ field*, each field a u32
 # length and its bytes, in the order of _SNAPSHOT_FIELDS.
-_SNAPSHOT_VERSION = 4
+_SNAPSHOT_VERSION = 5
 _SNAPSHOT_HEADER = struct.Struct("<BBI")
 _U32 = struct.Struct("<I")
 _SESSION_BYTES = 32  # a SHA-256 session id; also the length of a share-encryption key
@@ -116,7 +115,6 @@ _SNAPSHOT_FIELDS = (
     "iteration",
     "members",
     "complaints",
-    "pairwise_keys",
     "held_seed_shares",
     "held_key_shares",
     "survivor_view",
@@ -270,7 +268,6 @@ class Client:
         self._iteration = 0  # the sum in progress (1-based); 0 before the first
         self._members: tuple[int, ...] = ()  # the neighbours this sum masks with
         self._complaints: tuple[int, ...] = ()
-        self._pairwise_keys: dict[int, bytes] = {}  # this sum's, with each member
         self._held_seed_shares: dict[int, bytes] = {}  # every sum's, per neighbour
         self._held_key_shares: dict[int, bytes] = {}
         self._survivor_view: tuple[int, ...] = ()
@@ -466,7 +463,6 @@ class Client:
             "iteration": _U32.pack(self._iteration),
             "members": _encode_ids(self._members),
             "complaints": _encode_ids(self._complaints),
-            "pairwise_keys": _encode_map(self._pairwise_keys),
             "held_seed_shares": _encode_map(self._held_seed_shares),
             "held_key_shares": _encode_map(self._held_key_shares),
             "survivor_view": _encode_ids(self._survivor_view),
@@ -610,7 +606,6 @@ class Client:
                 raise ValueError("corrupt client snapshot: iteration beyond the session")
             client._members = _decode_ids(f["members"])
             client._complaints = _decode_ids(f["complaints"])
-            client._pairwise_keys = _decode_map(f["pairwise_keys"], MASK_KEY_BYTES)
             client._held_seed_shares = _decode_map(f["held_seed_shares"], r * SHARE_BYTES)
             client._held_key_shares = _decode_map(f["held_key_shares"], r * SHARE_BYTES)
             client._survivor_view = _decode_ids(f["survivor_view"])
@@ -650,7 +645,6 @@ class Client:
         self._self_mask_seeds = []
         self._input = None
         self._receive_keys.clear()
-        self._pairwise_keys.clear()
         self._held_seed_shares.clear()
         self._held_key_shares.clear()
         self._approval_keys.clear()
@@ -924,7 +918,6 @@ class Client:
             )
         ]
         minus: list[bytes] = []
-        self._pairwise_keys = {}
         # Hashed once (the iterate may be a whole model); a sum of another length than the
         # session's configured one binds its length too.
         digest, bound = sum_binding(
@@ -940,7 +933,6 @@ class Client:
                 iteration=r,
                 iterate=bound,
             )
-            self._pairwise_keys[v] = key
             # y_u gets +PRG(s_uv) for v > u and −PRG(s_uv) for v < u (Bonawitz et al., §3).
             (minus if v < self.client_id else plus).append(key)
         add_masks(masked, ring, add=plus, subtract=minus)
@@ -1144,8 +1136,6 @@ class Client:
             tuple((v, self._sum_key(v, r)) for v in dropped),
             r,
         )
-        # This sum's secrets are spent; the next sum's are untouched.
-        self._pairwise_keys = {}
         self._survivor_view = survivors if not self.config.malicious else self._survivor_view
         if r == self.config.iterations:
             self._forget_secrets()

@@ -432,14 +432,13 @@ def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -
 
         def client_receive(self, client: Any, message: Any) -> list[Any]:
             held = dict(client._held_seed_shares), dict(client._held_key_shares)
-            pairwise, seeds = dict(client._pairwise_keys), list(client._self_mask_seeds)
+            seeds = list(client._self_mask_seeds)
             secrets = dict(client._pair_secrets)  # κ^r of a dropped neighbour derives from them
             replies = super().client_receive(client, message)
             if isinstance(message, secagg.UnmaskRequest):
                 client._state = secagg.ClientState.AWAITING_UNMASK_REQUEST
                 client._held_seed_shares.update(held[0])
                 client._held_key_shares.update(held[1])
-                client._pairwise_keys.update(pairwise)
                 client._pair_secrets.update(secrets)
                 client._self_mask_seeds = seeds
             return replies

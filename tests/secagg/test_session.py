@@ -178,10 +178,21 @@ def test_a_session_sums_vectors_of_different_lengths(threat_model: str) -> None:
         Session(n, 4, iterations=2, seed=2).sum(second)
 
 
-def test_clients_shown_different_lengths_mask_for_different_sums() -> None:
+def test_clients_shown_different_lengths_mask_for_different_sums(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The length of a sum is bound like its iterate: a server that asks one client for a
     # three-entry sum and the others for one gets no sum of a common prefix — the victim's
-    # pairwise keys (hence masks) match no neighbour's.
+    # pairwise keys (hence masks) match no neighbour's. The keys are observed as the clients
+    # derive them (the real derivation, recorded per ordered pair).
+    derived: dict[tuple[int, int], bytes] = {}
+    real = secagg.masks.pairwise_mask_key
+
+    def recording(*args: object, **kwargs: object) -> bytes:
+        key = real(*args, **kwargs)  # type: ignore[arg-type]
+        derived[(int(kwargs["first"]), int(kwargs["second"]))] = key  # type: ignore[call-overload]
+        return key
+
     n, victim = 6, 2
     inputs = {(r, u): [u, 2 * u, 3 * u] if r == 1 else [5 * u] for r in (1, 2) for u in range(1, 7)}
     inputs[(2, victim)] = [5 * victim, 0, 0]  # what the victim computes for a 3-entry request
@@ -198,9 +209,13 @@ def test_clients_shown_different_lengths_mask_for_different_sums() -> None:
         m if m.peer != victim else dataclasses.replace(m, dimension=3)  # type: ignore[arg-type]
         for m in requests
     ]
+    monkeypatch.setattr(secagg.client, "pairwise_mask_key", recording)
     masked = [r for m in shown for r in game.to_client(m)]
     assert len(masked) == n
-    keys = {u: game.clients[u]._pairwise_keys for u in range(1, n + 1)}
+    keys: dict[int, dict[int, bytes]] = {u: {} for u in range(1, n + 1)}
+    for (u, v), key in derived.items():
+        keys[u][v] = key
+    assert all(len(keys[u]) == n - 1 for u in keys)  # complete graph: every pair derived
     for v, key in keys[victim].items():
         assert key != keys[v][victim]
     others = [u for u in range(1, n + 1) if u != victim]
