@@ -299,11 +299,9 @@ _EDGE_DRAWS = 3000
 
 def _laplace_band_test(samples: NDArray[np.int64], scale: Fraction) -> dict[str, Any]:
     """Pearson χ² of |X| in the bands [0, k₁), [k₁, k₂), [k₂, k₃), [k₃, ∞), k_j = ⌈j·λ⌉ (λ the
-    scale), against P[|X| ≥ k] = 2r^k/(1 + r), r = e^(−1/λ), k ≥ 1 (CKS20 Def. 28 summed) —
-    coarse bands, for a scale too large for the pmf's bins."""
-    lam = float(scale)
+    scale), against ``_laplace_tail`` — coarse bands, for a scale too large for the pmf's bins."""
     edges = [math.ceil(j * scale) for j in (1, 2, 3)]
-    at_least = [2.0 * math.exp(-k / lam) / (1.0 + math.exp(-1.0 / lam)) for k in edges]
+    at_least = [_laplace_tail(float(scale), k) for k in edges]
     probabilities = np.diff([0.0, *(1.0 - a for a in at_least), 1.0])
     magnitudes = np.abs(samples.astype(np.float64))
     observed = np.bincount(np.searchsorted(edges, magnitudes, side="right"), minlength=4)
@@ -317,6 +315,11 @@ def _laplace_band_test(samples: NDArray[np.int64], scale: Fraction) -> dict[str,
         "band_chi2": statistic,
         "band_chi2_p": float(stats.chi2.sf(statistic, 3)),
     }
+
+
+def _laplace_tail(scale: float, k: int) -> float:
+    """P[|X| ≥ k] = 2r^k/(1 + r), r = e^(−1/scale), k ≥ 1 (CKS20 Def. 28 summed)."""
+    return 2.0 * math.exp(-k / scale) / (1.0 + math.exp(-1.0 / scale))
 
 
 def _laplace_pmf(scale: float) -> Callable[[NDArray[np.int64]], NDArray[np.float64]]:
@@ -348,14 +351,13 @@ def discrete_laplace_moments(scale: float) -> tuple[float, float]:
 def _laplace_tests(samples: NDArray[np.int64], scale: float) -> dict[str, Any]:
     """χ² (tail bins), variance z and the exact binomial test of the mass beyond 5·scale
     against the discrete Laplace pmf at ``scale``."""
-    r = math.exp(-1.0 / scale)
     n = samples.size
     chi = chi_square_against_pmf(samples, _laplace_pmf(scale), min_expected=20.0)
     variance, fourth = discrete_laplace_moments(scale)
     second = float(np.mean(samples.astype(np.float64) ** 2))
     variance_z = (second - variance) / math.sqrt(max(fourth - variance**2, 1e-300) / n)
     edge = math.floor(5 * scale)
-    mass = 2.0 * r ** (edge + 1) / (1.0 + r)  # P[|X| > edge]
+    mass = _laplace_tail(scale, edge + 1)  # P[|X| > edge]
     observed = int(np.count_nonzero(np.abs(samples) > edge))
     low, high = stats.binom.cdf(observed, n, mass), stats.binom.sf(observed - 1, n, mass)
     return {
