@@ -209,6 +209,25 @@ class _OurAccountant:
             )
         return float(dpquantile.ZCDPAccountant().compose(event).epsilon(delta))
 
+    def discrete_gaussian_epsilon_then(
+        self,
+        sigma: float,
+        sensitivity: float,
+        rounds: int,
+        multiples: tuple[int, ...],
+        delta: float,
+    ) -> float:
+        """ε(δ) of ``rounds`` releases at Δ, then one at m·Δ (same σ) per m in ``multiples``,
+        composed in one accountant."""
+        accountant = dpquantile.ZCDPAccountant().compose(
+            dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=sensitivity), count=rounds
+        )
+        for multiple in multiples:
+            accountant.compose(
+                dpquantile.DiscreteGaussian(sigma=sigma, l2_sensitivity=multiple * sensitivity)
+            )
+        return float(accountant.epsilon(delta))
+
     @staticmethod
     def _with_tv(sigma: float, sensitivity: float, rounds: int, tv: float) -> Any:
         """T releases whose noise together is within TV ``tv`` of the ideal (tv/T per draw)."""
@@ -1294,7 +1313,9 @@ class _OurSecureSum:
         Without noise the scale must be that largest admissible one (the next float grid
         10⁻⁹ finer breaks the rule); with noise the rule plus the noise tail ⌈t·σ·√n⌉ must
         hold, and ``ContributionLayout.plan`` must state that tail as its noise bound (0
-        without noise). ``None``: it does."""
+        without noise). On rings of 56 and 64 bits float64's limit binds instead: the
+        quantiser's clip·scale ≤ 2^52 (``secagg.Quantizer``), the scale the finest within both.
+        ``None``: it does."""
         lam = encoding.WEIGHT_COORDINATE_SCALE
         cases = [
             (10, 3, 32, False, None, 1.0),
@@ -1317,15 +1338,29 @@ class _OurSecureSum:
             # A clip far from 1 on a narrow ring: a coarse grid (scale ≪ 1) is still a grid.
             (10, 64, 16, False, None, 1e10),
             (10, 1000, 24, True, None, 1e10),
+            # Rings wide enough that float64's 2^52 limit on clip·scale, not the ring, binds.
+            (5, 3, 56, False, None, 1.0),
+            (10, 64, 64, False, None, 1.0),
+            (10, 1000, 64, True, None, 1.0),
+            (10, 64, 64, False, 16.0, 1.0),
         ]
         for n, d, bits, rotate, rho, clip in cases:
             magnitude_of_coordinates = clip  # B·c (B = 1): the vector's and the weight's
             vectors = np.random.default_rng([seed, n, d]).normal(size=(n, d))
             vectors *= clip / (2.0 * np.linalg.norm(vectors, axis=1, keepdims=True))
             settings = _average_settings(clip, bits, rotate, rho)
-            result = secure_average.secure_weighted_average(
-                vectors, np.ones(n), settings=settings, weight_cap=1.0, seed=seed, secure=False
+            where = (
+                f"secure_weighted_average, n = {n}, d = {d}, {bits}-bit ring, rotate={rotate}"
+                + ("" if rho is None else f", noise ρ = {rho:g}")
+                + ("" if clip == 1.0 else f", clip {clip:g}")
             )
+            try:
+                result = secure_average.secure_weighted_average(
+                    vectors, np.ones(n), settings=settings, weight_cap=1.0, seed=seed,
+                    secure=False,
+                )  # fmt: skip
+            except Exception as error:  # a ring of the documented range refused
+                return f"{where}: raised {error!r}"[:300]
             assert result.quantization_step is not None
             scale = 1.0 / float(result.quantization_step)
             budget = (1 << (bits - 1)) - 1
@@ -1349,20 +1384,24 @@ class _OurSecureSum:
             noise = 0
             if result.event is not None:
                 noise = math.ceil(tail * float(result.event.sigma) * math.sqrt(n))
-            where = (
-                f"secure_weighted_average, n = {n}, d = {d}, {bits}-bit ring, rotate={rotate}"
-                + ("" if rho is None else f", noise ρ = {rho:g}")
-                + ("" if clip == 1.0 else f", clip {clip:g}")
-            )
+            # The quantiser's clip: the row norm rotated, B·c not; float64 resolves its
+            # stochastic-rounding grid only while clip·scale ≤ 2^52 (secagg.Quantizer).
+            float_limit = (row_norm if rotate else magnitude_of_coordinates) * scale
             if bound(scale) + noise > budget:
                 return (
                     f"{where}: its grid (scale {scale:.6g}) lets the sum reach "
                     f"{bound(scale) + noise} > 2^(b−1) − 1 = {budget}: it can wrap"
                 )
-            if rho is None and bound(scale * (1.0 + 1e-9)) <= budget:
+            if float_limit > 2.0**52:
+                return (
+                    f"{where}: its grid (scale {scale:.6g}) puts clip·scale at "
+                    f"{float_limit:.6g} > 2^52, finer than float64 resolves"
+                )
+            finer = scale * (1.0 + 1e-9)
+            if rho is None and bound(finer) <= budget and float_limit * (1.0 + 1e-9) <= 2.0**52:
                 return (
                     f"{where}: its grid (scale {scale:.6g}) is coarser than the documented "
-                    "finest admissible one (a grid 10⁻⁹ finer still fits the ring)"
+                    "finest admissible one (a grid 10⁻⁹ finer still fits the ring and float64)"
                 )
             # The public plan's stated noise bound: ⌈t·σ·√n⌉ of its own σ, 0 without noise.
             plan = encoding.ContributionLayout(d, clip=clip, weight_cap=1.0).plan(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -222,20 +222,25 @@ def _flush_tiny(values: NDArray[np.float64]) -> NDArray[np.float64]:
 
 @functools.lru_cache(maxsize=128)  # audit 4 asks for the same (σ, Δ, T) in several checks
 def composed_discrete_gaussian_delta(
-    sigma: float, sensitivity: float, rounds: int
+    sigma: float, sensitivity: float, rounds: int, *, then: Sequence[int] = ()
 ) -> Callable[[float], float]:
-    """Exact δ(ε) of ``rounds`` discrete Gaussian releases, each of sensitivity Δ (direct sums).
+    """Exact δ(ε) of ``rounds`` discrete Gaussian releases, each of sensitivity Δ (direct sums),
+    followed by one release of sensitivity m·Δ (same σ) for each integer m in ``then``.
 
     The privacy loss of N_ℤ(0,σ²)^T against N_ℤ(Δ,σ²)^T depends on the sum S = ΣXᵢ only:
     L = (TΔ² − 2ΔS)/(2σ²); the pmf of S is the T-fold convolution of the discrete Gaussian pmf
     (CKS20 §2 pmf, convolved numerically), and δ(ε) = E[(1 − e^(ε − L))₊] (the privacy profile,
-    Balle & Wang 2018 Thm. 5; for T = 1 this is CKS20 Thm. 7).
+    Balle & Wang 2018 Thm. 5; for T = 1 this is CKS20 Thm. 7). A release Y at m·Δ adds
+    (m²Δ² − 2mΔY)/(2σ²): S becomes S + mY, whose pmf convolves in Y's stretched by m.
 
     Examples
     --------
     >>> delta = composed_discrete_gaussian_delta(1.0, 1.0, 1)
     >>> round(delta(4.4302) * 1e5, 2)
     1.0
+    >>> then = composed_discrete_gaussian_delta(2.0, 1.0, 3, then=(1,))
+    >>> abs(then(1.0) - composed_discrete_gaussian_delta(2.0, 1.0, 4)(1.0)) < 1e-12
+    True
     """
     reach = math.ceil(40.0 * sigma) + 10
     support = np.arange(-reach, reach + 1, dtype=np.int64)
@@ -261,9 +266,18 @@ def composed_discrete_gaussian_delta(
         if power:
             base = convolve(base, base)
             base_low *= 2
+    shift = float(rounds)  # Σ of the squared multiples: T·1² then each m²
+    for multiple in then:
+        if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+            raise ValueError(f"multiples must be positive integers; got {multiple!r}")
+        stretched = np.zeros(multiple * (pmf.size - 1) + 1)
+        stretched[::multiple] = pmf
+        total = convolve(total, stretched)
+        low -= multiple * reach
+        shift += multiple**2
     total /= total.sum()
     s = np.arange(low, low + total.size, dtype=np.float64)
-    loss = (rounds * sensitivity**2 - 2.0 * sensitivity * s) / (2.0 * sigma**2)
+    loss = (shift * sensitivity**2 - 2.0 * sensitivity * s) / (2.0 * sigma**2)
 
     def delta(epsilon: float) -> float:
         gain = -np.expm1(np.minimum(epsilon - loss, 700.0))

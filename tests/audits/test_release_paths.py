@@ -194,6 +194,38 @@ def test_a_grid_defect_only_at_clips_other_than_one_fails(monkeypatch: pytest.Mo
     assert problem is not None and "clip 0.5" in problem and "coarser" in problem, problem
 
 
+def test_a_grid_past_float64_s_resolution_on_a_wide_ring_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 11's survivor `_MAX_SCALED = float(2** 53)`: on rings of 56 bits and more the
+    # plan asked the quantiser for clip·scale up to 2^53, which it refuses; no grid case was
+    # wider than 48 bits.
+    import protocols.aggregation._quantization as quantization  # noqa: PLC0415
+
+    plan_quantization.cache_clear()
+    monkeypatch.setattr(quantization, "_MAX_SCALED", float(2**53))
+    try:
+        problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
+    finally:
+        plan_quantization.cache_clear()
+    assert problem is not None and "56-bit ring" in problem and "2^52" in problem, problem
+
+
+def test_a_grid_coarser_only_on_wide_rings_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = plan_quantization
+
+    def planned(*args: Any) -> Any:
+        plan = real(*args)
+        if args[4] < 56:  # the ring's bits
+            return plan
+        quantizer = Quantizer(clip=plan.quantizer.clip, scale=plan.quantizer.scale * 0.5)
+        return dataclasses.replace(plan, quantizer=quantizer)
+
+    monkeypatch.setattr(encoding, "plan_quantization", planned)
+    problem = OurTarget().secure_sum().grid_rule(0)  # type: ignore[union-attr]
+    assert problem is not None and "56-bit ring" in problem and "coarser" in problem, problem
+
+
 @pytest.mark.parametrize("noisy", [False, True])
 def test_a_plan_stating_another_noise_bound_fails(
     monkeypatch: pytest.MonkeyPatch, noisy: bool
