@@ -15,6 +15,7 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from fractions import Fraction
 from functools import partial
 from importlib import resources
 from typing import Any, Literal
@@ -159,6 +160,36 @@ class _OurSampler:
                 words = [word, fresh >> 128, (fresh >> 64) & (2**64 - 1), fresh & (2**64 - 1)]
                 cases.append((f"column {column}, {label}", np.array(words, dtype=np.uint64),
                               value - offset))  # fmt: skip
+        return cases
+
+    def rejected_words(self, sigma: float) -> list[tuple[str, NDArray[np.uint64], int]] | None:
+        """Crafted word streams for the fast sampler's block regime (σ ≥ 64, σ² = a/b, 2a <
+        2^56): the Bernoulli word d is uniform on [0, 2a) only below q·2a, q = ⌊2^64/2a⌋, so
+        words at or above q·2a must be rejected (proof note §3) — with probability
+        (2^64 mod 2a)/2^64 ≤ 2^-8 per candidate, far above the stated TV, yet below what any
+        statistic of the fast tier sees for the σ the audits use. A candidate word w (sign
+        bit 0, no tie, a non-zero magnitude) with d = q·2a − 1 is accepted (value v); with d =
+        q·2a or 2^64 − 1 it must be rejected and the next candidate, w with its sign bit set
+        and d = q·2a − 1, decides: −v. ``[(label, words, expected)]``; ``None`` for the exact
+        sampler or where 2a divides 2^64 (nothing to reject). q·2a is recomputed here from σ²."""
+        if self.exact or sigma < 64:
+            return None
+        squared = Fraction(sigma) ** 2
+        if 2 * squared.numerator >= 1 << 56:
+            return None
+        denominator = 2 * squared.numerator
+        limit = ((1 << 64) // denominator) * denominator
+        if limit == 1 << 64:
+            return None
+        word = 0x0123_4567_89AB_CDEF  # sign 0; J, column and U's top bits from the pattern
+        accepted = self.draw_from_words(sigma, np.array([word, limit - 1], dtype=np.uint64))
+        if accepted == 0:  # pragma: no cover - the pattern's magnitude is non-zero at these σ
+            return None
+        negative = word | (1 << 63)
+        cases: list[tuple[str, NDArray[np.uint64], int]] = []
+        for label, d in (("at q·2a", limit), ("at 2^64 − 1", (1 << 64) - 1)):
+            words = np.array([word, d, negative, limit - 1], dtype=np.uint64)
+            cases.append((f"Bernoulli word {label}", words, -accepted))
         return cases
 
     @staticmethod

@@ -494,8 +494,9 @@ def _mixed_history_checks(accountant: Any, findings: list[str]) -> list[dict[str
     """T discrete Gaussian releases at Δ followed by releases at other multiples of Δ, composed
     in one accountant (``discrete_gaussian_epsilon_then``), against the exact profile of the
     whole history (:func:`~audits.statistics.composed_discrete_gaussian_delta` with ``then``):
-    exact ≤ claimed ≤ 1.15 × exact at δ = 10⁻⁵ (measured ≤ 1.08). A history whose first entry repeats must not be stated as that
-    entry's exact profile alone: the releases after it would be lost."""
+    exact ≤ claimed ≤ 1.15 × exact at δ = 10⁻⁵ (measured ≤ 1.08). A history whose first
+    entry repeats must not be stated as that entry's exact profile alone: the releases after
+    it would be lost."""
     then = getattr(accountant, "discrete_gaussian_epsilon_then", None)
     if then is None:
         return []

@@ -581,6 +581,9 @@ def _stated_variance_problem(exact: bool, sigma: float, target: Any, sampled: An
 #: next 160 bits — no replayed stream or statistic meets one, yet skipping it moves each draw
 #: by ≈ 2^-32 in TV, far above a stated TV of 10^-58.
 _TIE_SIGMAS = (0.5, 3.0, 7.5, 33.0)
+#: σ at which a rejection sampler's out-of-range words are replayed (``rejected_words``): the
+#: block regime's σ² = a/b with 2a not dividing 2^64, a fraction and two integers.
+_REJECTION_SIGMAS = (64.5, 100.0, 1000.0)
 
 
 def _stated_tv_problem(stated: float, proved: float) -> str | None:
@@ -609,6 +612,9 @@ def audit_sampler_exactness(
     answers are reproduced from their replayed streams; one seed gives the same output twice;
     and, for a sampler that claims exactness, a :class:`~audits.float_trace.FloatTrace` over the
     draw (values, C calls, executed bytecode) finds no floating point at four σ regimes.
+    Where the target offers them, crafted word streams replay events too rare for any
+    statistic: alias-threshold ties (``alias_ties``) and Bernoulli words the block regime must
+    reject (``rejected_words``), each held to the documented rule.
 
     Examples
     --------
@@ -685,6 +691,17 @@ def audit_sampler_exactness(
                         findings.append(
                             f"{sampler.name} σ={sigma}: a tie with the alias threshold ({label}) "
                             f"drew {drawn}; the stated alias rule gives {expected}"
+                        )
+        rejections = getattr(sampler, "rejected_words", None)
+        if rejections is not None and replay is not None:
+            for sigma in _REJECTION_SIGMAS:
+                for label, words, expected in rejections(sigma) or ():
+                    checks += 1
+                    drawn = replay(sigma, words)
+                    if drawn != expected:
+                        findings.append(
+                            f"{sampler.name} σ={sigma}: a candidate whose {label} must be "
+                            f"rejected drew {drawn}; the next candidate gives {expected}"
                         )
         stated_tv = getattr(sampler, "stated_tv", None)
         for sigma in _STATED_SIGMAS:

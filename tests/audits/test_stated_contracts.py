@@ -298,6 +298,34 @@ def test_an_alias_sampler_comparing_all_of_tau_on_a_tie_fails(
     assert all("U at τ" in finding for finding in result.findings)
 
 
+def test_a_block_sampler_that_never_rejects_a_word_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out 11's survivor `None if limit <= 1 << 64`: the block regime's Bernoulli word was
+    # never rejected at or above q·2a, so ⌊d/q⌋ was not uniform on [0, 2a) — a bias of up to
+    # (2^64 mod 2a)/2^64 per candidate, far beyond the stated TV and any fast statistic.
+    real = _fast_sampler._block_plan
+
+    def never_rejects(a: int, b: int) -> Any:
+        return dataclasses.replace(real(a, b), limit=None)
+
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+    monkeypatch.setattr(_fast_sampler, "_block_plan", never_rejects)
+    result = audit_sampler_exactness(OurTarget())
+    assert result.verdict is Verdict.FAIL
+    assert len(result.findings) == 6  # two rejected words at each of three σ
+    assert all("must be rejected" in finding for finding in result.findings)
+
+
+def test_rejected_words_exist_only_where_something_is_rejected() -> None:
+    fast = _OurSampler("fast", "FastDiscreteGaussian", exact=False)
+    assert fast.rejected_words(33.0) is None  # the alias regime: no Bernoulli word
+    assert fast.rejected_words(2.0**20) is None  # 2a = 2^41 divides 2^64: nothing rejected
+    assert _OurSampler("exact", "ExactDiscreteGaussian", exact=True).rejected_words(100.0) is None
+    cases = fast.rejected_words(100.0)
+    assert cases is not None and len(cases) == 2
+    limit = (2**64 // 20_000) * 20_000  # σ² = 10⁴: 2a = 2·10⁴
+    assert [int(words[1]) for _, words, _ in cases] == [limit, 2**64 - 1]
+
+
 def test_a_map_entry_cut_short_in_a_snapshot_must_be_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
