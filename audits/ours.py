@@ -1779,9 +1779,10 @@ class _OurGraph:
             security_bits=self.security_bits,
         )
 
-    def invalid_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
+    def invalid_parameters(self) -> tuple[tuple[Any, ...], ...]:
         """The picker called with a rate, failure target or security target out of its range,
-        or one client, and a chosen record edited to a degree, threshold or count out of range
+        or one client, or targets no graph meets (each refusal saying the numbers of the limit
+        it enforces), and a chosen record edited to a degree, threshold or count out of range
         (audit 8: each must raise ValueError or TypeError)."""
         pick = secagg.graph_parameters.secagg_plus_parameters
         nan, inf = math.nan, math.inf
@@ -1802,11 +1803,23 @@ class _OurGraph:
             ("failure_log2", -200.5),  # just outside the documented [−200, 0)
             ("security_bits", 200.5),  # just outside the documented (0, 200]
         )
-        cases: list[tuple[str, Callable[[], Any]]] = [
+        cases: list[tuple[Any, ...]] = [
             (f"secagg_plus_parameters({k}={v})", partial(pick, 100, **{k: v}))
             for k, v in changes
         ]
         cases.append(("secagg_plus_parameters(num_clients=1)", lambda: pick(1)))
+        # Targets even the complete graph cannot meet; each refusal states the limit it
+        # enforces, with its numbers: t ≤ n − 1 = 9 against 10 corrupt of 10 (t > 10), and
+        # corrupt + dropped ≤ n − 2 = 8 against 5 + 5 (δ = γ = 0.5: t ≥ 6 but t ≤ 4).
+        for (drop, corrupt), phrase in (
+            ((0.0, 0.95), "t must exceed 10 but can be at most n - 1 = 9"),
+            ((0.5, 0.5), "t >= 6 (one more than the 5 corrupt clients)"),
+            ((0.5, 0.5), "t <= 4 (the surviving neighbours of a survivor when 5 of 10 drop)"),
+            ((0.5, 0.5), "corrupt + dropped <= n - 2 = 8, got 10"),
+        ):
+            call = partial(pick, 10, dropout_rate=drop, corruption_rate=corrupt)
+            label = f"secagg_plus_parameters(10, dropout_rate={drop}, corruption_rate={corrupt})"
+            cases.append((label, call, ValueError, phrase))
         # A chosen (k, t) edited into one no picker may return: the record validates itself.
         chosen = pick(100)  # k = 16, t = 6 (between its bounds 6 and 7)
         edits = (

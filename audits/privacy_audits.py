@@ -709,17 +709,9 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
                     f"order ({best:.9g}), as claimed"
                 )
         if order_of is not None:  # the order it states must be an order, and give its ε
-            alpha = float(order_of(rho, int(rounds), delta))
-            rows[-1]["order"] = alpha
-            at = math.nan
-            if alpha > 1.0:
-                tail = math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)
-                at = rho * rounds * alpha + tail / (alpha - 1)
-            if not abs(at - claimed) <= 1e-9 * claimed:
-                findings.append(
-                    f"{where}: states its best Rényi order as α = {alpha:.6g}, where CKS20's "
-                    f"conversion gives {at:.9g}, not its claimed ε {claimed:.9g}"
-                )
+            rows[-1]["order"] = _order_check(
+                order_of, rho, int(rounds), delta, claimed=claimed, findings=findings
+            )
         if claimed < exact * (1 - 1e-9) - 1e-9:
             findings.append(
                 f"{where}: claimed ε {claimed:.4f} < the Gaussian's exact {exact:.4f} "
@@ -727,7 +719,42 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
             )
         elif claimed > _ZCDP_SLACK * exact + 1e-9:
             findings.append(f"{where}: claimed ε {claimed:.4f} > 1.3 × exact {exact:.4f}")
+    if order_of is not None:  # the best order at the ends of any search range: α → 1 and α ≫ 1
+        for rho, rounds, delta in _ORDER_EDGE_CELLS:
+            claimed = float(claim(rho, rounds, delta))
+            _order_check(order_of, rho, rounds, delta, claimed=claimed, findings=findings)
     return rows
+
+
+#: (ρ, T, δ) whose best CKS20 order lies near 1 (ρ ≫ ln 1/δ) or beyond 10⁹ (ρ ≪ 10⁻¹⁷):
+#: a search over orders meets its range's ends there.
+_ORDER_EDGE_CELLS = ((1e20, 1, 1e-5), (1e16, 1, 0.5), (1e-18, 1, 1e-10))
+
+
+def _order_check(
+    order_of: Callable[[float, int, float], float],
+    rho: float,
+    rounds: int,
+    delta: float,
+    *,
+    claimed: float,
+    findings: list[str],
+) -> float:
+    """The Rényi order the accountant states for T ρ-zCDP events must be an order (α > 1) at
+    which CKS20's conversion ε = ρTα + (ln 1/δ + (α − 1) ln(1 − 1/α) − ln α)/(α − 1) (CKS20
+    Prop. 12) gives its claimed ε, to 10⁻⁹; returns the stated α."""
+    alpha = float(order_of(rho, rounds, delta))
+    at = math.nan
+    if alpha > 1.0:
+        tail = math.log(1 / delta) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)
+        at = rho * rounds * alpha + tail / (alpha - 1)
+    if not abs(at - claimed) <= 1e-9 * claimed:
+        findings.append(
+            f"zCDP ρ={rho} T={rounds} δ={delta:g}: states its best Rényi order as "
+            f"α = {alpha:.6g}, where CKS20's conversion gives {at:.9g}, not its claimed ε "
+            f"{claimed:.9g}"
+        )
+    return alpha
 
 
 def _rounding_sensitivity_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]:

@@ -793,8 +793,9 @@ def refusal_findings(offered: object) -> tuple[int, list[str]]:
     guarantee, a dropout rate of 1, a threshold of 0, a client id outside the wire format). Each
     must refuse with a ``ValueError`` or ``TypeError`` — not accept the value, not fail with
     another error. A case may name what it must raise as a third element (an exception class:
-    that one; a ``Warning`` class: the call must issue it, with a fourth element as a phrase
-    its message contains, and may return). An optional
+    that one; a ``Warning`` class: the call must issue it, and may return), with a fourth
+    element as a phrase its message contains (a refusal that states its limit states the
+    right one). An optional
     ``boundary_parameters()`` lists calls documented as valid (the ends of the documented
     ranges, a sound configuration run with warnings as errors), which must be served. Returns
     (calls made, findings); (0, []) when the capability lists none.
@@ -825,7 +826,10 @@ def refusal_findings(offered: object) -> tuple[int, list[str]]:
             expected = (named[0],)
         try:
             value = call()
-        except expected:
+        except expected as error:
+            if len(named) > 1 and named[1] not in str(error):
+                findings.append(f"{label} refused, but its message does not say {named[1]!r}: "
+                                f"{error}"[:300])  # fmt: skip
             continue
         except Exception as error:  # a refusal, but not a clear one
             wanted = " or ".join(kind.__name__ for kind in expected)

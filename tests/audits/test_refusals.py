@@ -19,7 +19,7 @@ from audits.targets import refusal_findings
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
     assert refusal_findings(target.accountant()) == (65, [])
-    assert refusal_findings(target.graph_parameters()) == (29, [])
+    assert refusal_findings(target.graph_parameters()) == (33, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (13, [])
     assert refusal_findings(target.mask_prg()) == (6, [])
@@ -35,6 +35,36 @@ def test_a_fast_sampler_ceiling_past_its_proof_is_caught(monkeypatch: pytest.Mon
     assert findings == [
         "FastDiscreteGaussian(sigma=1.01·2^25) accepted (returned a FastDiscreteGaussian)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("right", "wrong", "phrase"),
+    [
+        ("{n - 2}", "{n ** 2}", "n - 2 = 8, got 10"),  # held-out 11's survivor (four earlier)
+        ("{corrupt + dropped}", "{corrupt - dropped}", "n - 2 = 8, got 10"),
+        ("at most n - 1 = {k}", "at most n - 1 = {n}", "at most n - 1 = 9"),
+        ("t >= {t_lo}", "t >= {corrupt}", "t >= 6 (one more"),
+    ],
+)
+def test_a_refusal_stating_the_wrong_limit_is_caught(
+    monkeypatch: pytest.MonkeyPatch, right: str, wrong: str, phrase: str
+) -> None:
+    # The picker's complete-graph refusals quote the limit they enforce; arithmetic mutated in
+    # the message alone changes no choice, so only the message can show it.
+    import inspect  # noqa: PLC0415
+    import textwrap  # noqa: PLC0415
+
+    from secagg import graph_parameters  # noqa: PLC0415
+
+    source = textwrap.dedent(inspect.getsource(graph_parameters._complete_graph_parameters))
+    assert source.count(right) == 1
+    namespace = dict(vars(graph_parameters))
+    exec(compile(source.replace(right, wrong), "<mutated>", "exec"), namespace)
+    monkeypatch.setattr(
+        graph_parameters, "_complete_graph_parameters", namespace["_complete_graph_parameters"]
+    )
+    _, findings = refusal_findings(OurTarget().graph_parameters())
+    assert len(findings) == 1 and phrase in findings[0] and "does not say" in findings[0], findings
 
 
 def test_share_arrays_of_the_wrong_rank_must_be_refused(monkeypatch: pytest.MonkeyPatch) -> None:

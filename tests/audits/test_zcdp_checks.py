@@ -4,6 +4,7 @@ sampler-TV check (a negligible claimed TV must cost a negligible ε)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -148,4 +149,28 @@ def test_an_accountant_stating_another_best_order_is_caught(stated: str, words: 
 
     findings: list[str] = []
     _zcdp_checks(Misstated(), "fast", findings)
-    assert len(findings) == 36 and all(words in f for f in findings), findings[:2]
+    # 36 grid cells and the 3 whose best order lies at a search range's ends
+    assert len(findings) == 39 and all(words in f for f in findings), findings[:2]
+
+
+def test_an_order_misstated_only_at_the_search_range_s_ends_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 11's survivor `best_alpha = 1.0 / math.exp(...)` (and earlier samples' `2.0 +`,
+    # `1.0 *`): the order is misstated only when the grid point beats the bounded refinement,
+    # i.e. when the best order lies at the grid's ends — never on the audit's (ρ, T, δ) grid.
+    from dpquantile import accounting  # noqa: PLC0415
+
+    real = accounting._minimise_over_orders
+
+    def edge_misstated(objective: Any) -> tuple[float, float]:
+        value, alpha = real(objective)
+        on_grid = np.any(np.isclose(alpha, 1.0 + np.exp(accounting._ORDER_GRID), rtol=1e-15))
+        return value, alpha + 1.0 if on_grid else alpha
+
+    findings: list[str] = []
+    _zcdp_checks(OurTarget().accountant(), "fast", findings)
+    assert findings == []
+    monkeypatch.setattr(accounting, "_minimise_over_orders", edge_misstated)
+    _zcdp_checks(OurTarget().accountant(), "fast", findings)
+    assert len(findings) >= 2 and all("best Rényi order" in f for f in findings), findings
