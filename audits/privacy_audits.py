@@ -983,6 +983,40 @@ def _long_history_check(accountant: Any, findings: list[str]) -> dict[str, Any]:
 _SMALL_EPSILONS = tuple(float(e) for e in np.geomspace(1e-3, 0.05, 12))
 
 
+#: (σ, Δ) from the exact route's documented floor (σ = 10⁻³) to where ε(10⁻⁵) falls below
+#: 709: the privacy loss exceeds e^709 (σ ≪ Δ, all but no noise), past a float's exponent.
+_NEAR_NOISELESS = ((1e-3, 1.0), (0.01, 1.0), (0.01, 2.0), (0.03, 1.0), (0.03, 2.0))
+
+
+def _near_noiseless_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]:
+    """One scalar release at σ ≪ Δ (:data:`_NEAR_NOISELESS`, δ = 10⁻⁵),
+    where ε ≈ Δ²/2σ² is in the thousands to millions: the claim must be a number at least the
+    exact ε, and within 10⁻⁶ of it where the accountant says it states the profile exactly —
+    not an overflow (e^ε is not a float there)."""
+    says_exact = getattr(accountant, "discrete_gaussian_profile_is_exact", None)
+    rows: list[dict[str, Any]] = []
+    for sigma, sensitivity in _NEAR_NOISELESS:
+        where = f"σ={sigma} Δ={sensitivity} T=1 δ=1e-05"
+        exact = epsilon_from_delta_curve(
+            composed_discrete_gaussian_delta(sigma, sensitivity, 1), 1e-5
+        )
+        try:
+            claimed = float(accountant.discrete_gaussian_epsilon(sigma, sensitivity, 1, 1e-5))
+        except Exception as error:  # a valid σ, past e^709: a finding, not a crash
+            findings.append(f"{where}: raised {error!r} (exact ε {exact:.6g})"[:200])
+            continue
+        rows.append({"sigma": sigma, "sensitivity": sensitivity, "exact": exact,
+                     "claimed": claimed})  # fmt: skip
+        exactly = says_exact is not None and bool(says_exact(sigma, sensitivity, 1))
+        high = exact * (1 + _EXACT_CLAIM_TOLERANCE) + 1e-9 if exactly else math.inf
+        if not exact * (1 - 1e-9) - 1e-9 <= claimed <= high:
+            findings.append(
+                f"{where}: claimed ε {claimed:.9g}, exact {exact:.9g}"
+                + (" (stated exactly)" if exactly else "")
+            )
+    return rows
+
+
 def _small_epsilon_exactness(
     accountant: Any,
     curve: Callable[[float], float],
@@ -1022,7 +1056,8 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     ``discrete_gaussian_epsilon_with_tv``); an accountant claiming CKS20's conversion at the
     best order is held to it; a history of T releases followed by releases at other multiples
     of Δ against its exact profile (``discrete_gaussian_epsilon_then``,
-    :func:`_mixed_history_checks`); no event whose noise carries a sampler TV is exported to
+    :func:`_mixed_history_checks`); one release at σ ≪ Δ, ε in the thousands to millions
+    (:func:`_near_noiseless_checks`); no event whose noise carries a sampler TV is exported to
     another accountant as exact by default (``sampler_tv_exports``); the sensitivities of
     randomly rounded vectors against KLS21 Thm. 1 and Prop. 22 (``kls21_sensitivities``); the
     DP histogram's stated sensitivities against what one client's move changes in its released
@@ -1124,6 +1159,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     histogram_rows = _histogram_sensitivity_checks(accountant, findings)
     grouping_rows = _grouping_checks(accountant, rows, findings)
     mixed_rows = _mixed_history_checks(accountant, findings)
+    noiseless_rows = _near_noiseless_checks(accountant, findings)
     budget_rows = _budget_checks(accountant, findings)
     refused, refusal_problems = refusal_findings(accountant)
     findings.extend(refusal_problems)
@@ -1160,6 +1196,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "invalid_parameters_tried": refused or "n/a: none listed",
             "grouping_rows": grouping_rows,
             "mixed_history_rows": mixed_rows,
+            "near_noiseless_rows": noiseless_rows,
             "budget_rows": budget_rows,
             "meaningful_tv_rows": meaningful_tv_rows,
             "delta_side_rows": delta_side_rows,

@@ -15,6 +15,7 @@ from audits.privacy_audits import (
     _grouping_checks,
     _groupings,
     _mixed_history_checks,
+    _near_noiseless_checks,
     audit_accountant,
 )
 from audits.statistics import (
@@ -115,3 +116,27 @@ def test_the_exact_mixed_profile_matches_its_special_cases() -> None:
         assert abs(ours - continuous) < 1e-4 * continuous  # measured: ≤ 2·10⁻⁶
     with pytest.raises(ValueError, match="positive integers"):
         composed_discrete_gaussian_delta(2.0, 1.0, 3, then=(0,))
+
+
+def test_our_accountant_states_near_noiseless_releases_exactly() -> None:
+    findings: list[str] = []
+    rows = _near_noiseless_checks(OurTarget().accountant(), findings)
+    assert findings == [] and len(rows) == 5
+    assert all(r["claimed"] >= r["exact"] > 500 for r in rows)
+
+
+def test_an_exact_profile_overflowing_past_e_709_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out 11's survivor `if tail == -1.0` (for `== 0.0`) in CKS20 Thm. 7's exact δ(ε):
+    # e^ε·0 was evaluated at ε > 709 (σ ≪ Δ), an OverflowError, where δ is the head alone.
+    from dpquantile import accounting  # noqa: PLC0415
+
+    def without_the_zero_tail(event: Any, epsilon: float) -> float:
+        centre = epsilon * event.sigma**2 / event.l2_sensitivity
+        head = accounting.discrete_gaussian_tail(centre - event.l2_sensitivity / 2, event.sigma)
+        tail = accounting.discrete_gaussian_tail(centre + event.l2_sensitivity / 2, event.sigma)
+        return max(0.0, head - math.exp(epsilon) * tail)
+
+    monkeypatch.setattr(accounting, "_exact_gaussian_delta", without_the_zero_tail)
+    findings: list[str] = []
+    _near_noiseless_checks(OurTarget().accountant(), findings)
+    assert len(findings) == 5 and all("OverflowError" in f for f in findings), findings
