@@ -3,11 +3,13 @@ noisy releases, and the noise actually present when clients drop."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal, localcontext
 from typing import Any
 
 import numpy as np
@@ -130,6 +132,45 @@ def kls21_renyi_reference(
         alpha / 2.0 * (l2**2 / n_sigma2 + 2.0 * l1 * tau / root + tau**2 * dimension),
         alpha / 2.0 * (l2 / root + tau * math.sqrt(dimension)) ** 2,
     )
+
+
+#: π to 64 digits, for :func:`kls21_renyi_exact` (``decimal`` has no π).
+_PI = Decimal("3.141592653589793238462643383279502884197169399375105820974944592")
+
+
+@functools.lru_cache(maxsize=256)
+def _kls21_tau_exact(num_clients: int, sigma: float) -> Decimal:
+    with localcontext() as context:
+        context.prec = 60
+        s2 = Decimal(sigma) ** 2
+        terms = ((-(2 * _PI * _PI * s2 * k / (k + 1))).exp() for k in range(1, num_clients))
+        return 10 * sum(terms, Decimal(0))
+
+
+def kls21_renyi_exact(
+    num_clients: int, sigma: float, *, l1: float, l2: float, dimension: int, alpha: float
+) -> Decimal:
+    """KLS21 Thm. 1's bound (as :func:`kls21_renyi_reference`) in 60-digit decimal arithmetic
+    of the floats given (each a binary fraction, converted exactly): within 10⁻⁵⁰ of the true
+    value, so a stated bound below it is below KLS21's bound, not a rounding of the audit's.
+
+    Examples
+    --------
+    >>> float(kls21_renyi_exact(1, 2.0, l1=1.0, l2=1.0, dimension=1, alpha=2.0))  # α/(2σ²)
+    0.25
+    """
+    tau = _kls21_tau_exact(num_clients, sigma)
+    with localcontext() as context:
+        context.prec = 60
+        a, s, d = Decimal(alpha), Decimal(sigma), Decimal(dimension)
+        one, two = Decimal(l1), Decimal(l2)
+        n_sigma2 = num_clients * s * s
+        root = Decimal(num_clients).sqrt() * s
+        return min(
+            a * two * two / (2 * n_sigma2) + tau * d,
+            a / 2 * (two * two / n_sigma2 + 2 * one * tau / root + tau * tau * d),
+            a / 2 * (two / root + tau * d.sqrt()) ** 2,
+        )
 
 
 _LAPLACE_GRID: dict[Tier, dict[str, tuple[float, ...]]] = {
@@ -846,7 +887,9 @@ def _histogram_sensitivity_checks(accountant: Any, findings: list[str]) -> list[
 
 def _kls21_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[str, Any]]:
     """The accountant's composed Rényi bound of T distributed discrete Gaussian releases against
-    T × KLS21 Thm. 1 recomputed here (composition of Rényi divergences adds, Mironov 2017)."""
+    T × KLS21 Thm. 1 recomputed here (composition of Rényi divergences adds, Mironov 2017):
+    within 10⁻⁶ of it, and never below its exact value (:func:`kls21_renyi_exact`, no
+    tolerance: a stated upper bound must not be rounded down)."""
     claim = getattr(accountant, "distributed_discrete_gaussian_renyi", None)
     if claim is None:
         return []
@@ -879,10 +922,20 @@ def _kls21_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict
                 "claimed": claimed,
             }
         )
+        exact = int(rounds) * kls21_renyi_exact(
+            int(n), sigma, l1=l1, l2=l2, dimension=int(d), alpha=alpha
+        )
         if claimed < reference * (1 - 1e-9) - 1e-12:
             findings.append(
                 f"KLS21 n={n} σ={sigma} Δ₂={l2} d={d} T={rounds} α={alpha}: claimed D_α "
                 f"{claimed:.6g} < {reference:.6g} from KLS21 Thm. 1 (privacy understated)"
+            )
+        elif Decimal(claimed) < exact:  # an upper bound, exactly — not up to rounding
+            below = float((exact - Decimal(claimed)) / exact)
+            findings.append(
+                f"KLS21 n={n} σ={sigma} Δ₂={l2} d={d} T={rounds} α={alpha}: claimed D_α "
+                f"{claimed!r} lies {below:.2g} (relative) below KLS21 Thm. 1's exact value: a "
+                "bound rounded down"
             )
         elif claimed > reference * (1 + 1e-6) + 1e-12:
             findings.append(

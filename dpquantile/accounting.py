@@ -81,9 +81,19 @@ _COMPOSED_MAX_POINTS = 1 << 14
 _COMPOSED_MARGIN = 1e-9
 
 
+# Relative margin of _round_up: a few float operations (sums of exp, square roots) each err by
+# ≤ 1 ulp, so the computed value may lie several ulps below the true one; 2^-40 ≈ 9·10^-13
+# covers ≥ 4 000 such errors, far below any tolerance that matters to ε or δ.
+_ROUND_UP_MARGIN = 2.0**-40
+
+
 def _round_up(value: float) -> float:
-    """The next float above an inexact ``value`` (transcendental terms): stays an upper bound."""
-    return math.nextafter(value, math.inf) if value > 0 else value
+    """A float above the true value of a positive ``value`` computed in floating point
+    (transcendental terms, a few operations): ``value·(1 + 2^-40)``, then the next float — an
+    upper bound however the inputs' roundings fell. Non-positive values are returned as is."""
+    if value > 0:
+        return math.nextafter(value * (1.0 + _ROUND_UP_MARGIN), math.inf)
+    return value
 
 
 def _ceil_ratio(numerator: int, denominator: int) -> float:

@@ -11,7 +11,14 @@ import pytest
 from scipy import integrate, stats
 
 from audits.ours import OurTarget
-from audits.privacy_audits import _ACCOUNTANT_GRID, _sampler_tv_checks, _zcdp_checks
+from audits.privacy_audits import (
+    _ACCOUNTANT_GRID,
+    _kls21_checks,
+    _sampler_tv_checks,
+    _zcdp_checks,
+    kls21_renyi_exact,
+    kls21_renyi_reference,
+)
 from audits.statistics import gaussian_delta
 
 
@@ -174,3 +181,34 @@ def test_an_order_misstated_only_at_the_search_range_s_ends_is_caught(
     monkeypatch.setattr(accounting, "_minimise_over_orders", edge_misstated)
     _zcdp_checks(OurTarget().accountant(), "fast", findings)
     assert len(findings) >= 2 and all("best Rényi order" in f for f in findings), findings
+
+
+@pytest.mark.parametrize("rounding", ["none", "one ulp"])
+def test_a_kls21_bound_rounded_down_is_caught(
+    monkeypatch: pytest.MonkeyPatch, rounding: str
+) -> None:
+    # Held-out 11's survivor `if value <= 0` in accounting._round_up left every positive bound
+    # unrounded; the library's own one-ulp rounding before it (2026-12-07) also left 40 of the
+    # fast grid's 486 composed KLS21 bounds up to 2·10⁻¹⁶ below Thm. 1's exact value.
+    from dpquantile import accounting  # noqa: PLC0415
+
+    def one_ulp(value: float) -> float:
+        return math.nextafter(value, math.inf) if value > 0 else value
+
+    findings: list[str] = []
+    _kls21_checks(OurTarget().accountant(), "fast", findings)
+    assert findings == []
+    monkeypatch.setattr(
+        accounting, "_round_up", (lambda value: value) if rounding == "none" else one_ulp
+    )
+    _kls21_checks(OurTarget().accountant(), "fast", findings)
+    assert findings and all("a bound rounded down" in f for f in findings), findings[:2]
+
+
+def test_the_exact_kls21_reference_agrees_with_the_float_one() -> None:
+    for n, sigma, l2, d, alpha in ((2, 0.6, 1.0, 1, 1.5), (10, 1.0, 30.0, 64, 4.0),
+                                   (100, 3.0, 1000.0, 2**16, 32.0)):  # fmt: skip
+        l1 = min(l2**2, math.sqrt(d) * l2)
+        exact = kls21_renyi_exact(n, sigma, l1=l1, l2=l2, dimension=d, alpha=alpha)
+        close = kls21_renyi_reference(n, sigma, l1=l1, l2=l2, dimension=d, alpha=alpha)
+        assert abs(float(exact) - close) <= 1e-14 * close
