@@ -892,6 +892,67 @@ def _garbled_held_shares(threat_model: str, neighbors: int | None, seed: int) ->
     )
 
 
+def _lagrange_at_zero(xs: Sequence[int], x: int, prime: int = 2**31 - 1) -> int:
+    """λ_x = Π_{j ≠ x} x_j/(x_j − x) mod p: the weight of share x in the value at 0 (Shamir)."""
+    weight = 1
+    for other in xs:
+        if other != x:
+            weight = weight * other * pow(other - x, -1, prime) % prime
+    return weight
+
+
+def _well_formed_wrong_share(
+    threat_model: str, neighbors: int | None, seed: int
+) -> AttackOutcome:
+    """Client 5 is gone after its masked input (9 clients, t = 3), so its self-mask seed is
+    rebuilt from its neighbours' shares; the lowest-numbered holder — one of the t a decoder
+    reading the first t uses — shifts its share of the seed's first sub-secret by λ⁻¹ (λ its
+    Lagrange weight at 0 among those t), so that they reconstruct a *well-formed* seed one
+    unit off: no range check on the sub-secrets can tell, only the seed's commitment. Decided
+    by the round's correctness, with the liar named."""
+    from secagg import UnmaskRequest, UnmaskResponse  # noqa: PLC0415
+
+    gone, threshold = 5, 3
+    neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
+    game = AdversarialRound(
+        inputs_for(9), threshold=threshold, neighbors=neighbors, threat_model=threat_model,
+        seed=seed,
+    )  # fmt: skip
+    outgoing = run_until(game, UnmaskRequest)
+    answers = [r for m in outgoing if m.peer != gone for r in game.to_client(m)]
+    holders = sorted(
+        r.sender
+        for r in answers
+        if isinstance(r, UnmaskResponse) and any(v == gone for v, _ in r.seed_shares)
+    )
+    bad = holders[0]
+    shift = pow(_lagrange_at_zero(holders[:threshold], bad), -1, 2**31 - 1)
+    replies: list[Any] = []
+    for reply in answers:
+        if isinstance(reply, UnmaskResponse) and reply.sender == bad:
+            shares = []
+            for v, blob in reply.seed_shares:
+                if v == gone:
+                    words = np.frombuffer(blob, dtype="<u4").astype(np.int64)
+                    words[0] = (words[0] + shift) % (2**31 - 1)
+                    blob = words.astype("<u4").tobytes()  # noqa: PLW2901
+                shares.append((v, blob))
+            reply = dataclasses.replace(reply, seed_shares=tuple(shares))  # noqa: PLW2901
+        replies.append(reply)
+    outgoing = game.to_server(replies) or game.close()
+    while outgoing:
+        outgoing = game.step(outgoing)
+    honest = [u for u in game.clients if u != bad]
+    return _client_outcome(
+        "well-formed-wrong-share",
+        threat_model,
+        neighbors,
+        game,
+        _correct(game, honest),
+        culprits=(bad,),
+    )
+
+
 def _wrong_pairwise_key(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
     """Client 6 vanishes before its masked input (9 clients, t = 3), so its surviving
     neighbours reveal their pairwise key with it; the lowest-numbered of them reveals a wrong
@@ -1299,6 +1360,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "client",
         "one of exactly t + 1 holders answers with garbage (each holder in turn)",
         _one_garbage_share_of_t_plus_one,
+    ),
+    AttackSpec(
+        "well-formed-wrong-share",
+        "client",
+        "a first holder shifts its share so the first t rebuild a well-formed, wrong seed",
+        _well_formed_wrong_share,
     ),
     AttackSpec(
         "wrong-pairwise-key",

@@ -615,6 +615,13 @@ class _OurAccountant:
         event = dpquantile.ZCDP(rho)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
+    def zcdp_history_rho(self, history: tuple[tuple[float, int], ...]) -> float:
+        """The total ρ the accountant states for ρ-zCDP events composed ``count`` times each."""
+        accountant = dpquantile.ZCDPAccountant()
+        for rho, count in history:
+            accountant.compose(dpquantile.ZCDP(rho), count=count)
+        return float(accountant.rho)
+
     def zcdp_optimal_order(self, rho: float, rounds: int, delta: float) -> float:
         """The Rényi order α at which the accountant states ``zcdp_epsilon``'s ε."""
         event = dpquantile.ZCDP(rho)

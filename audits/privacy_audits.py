@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal, localcontext
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -767,6 +768,40 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
     return rows
 
 
+#: Histories of ρ-zCDP events ((ρ, count), …) whose float sum rounds: magnitudes far apart,
+#: sums that are not floats, counts that carry; ρ adds exactly under composition (BS16 Lemma 2.3).
+_RHO_HISTORIES: tuple[tuple[tuple[float, int], ...], ...] = (
+    ((0.1, 1), (1e-17, 1)),
+    ((1.0, 1), (2.0**-60, 1)),
+    ((0.1, 3), (0.2, 7), (0.3, 11)),
+    ((1 / 3, 5), (1e-300, 1)),
+    ((0.7, 1), (0.1, 1), (0.2, 1)),
+)
+
+
+def _rho_sum_checks(accountant: Any, findings: list[str]) -> int:
+    """The total ρ the accountant states for composed ρ-zCDP events (``zcdp_history_rho``) must
+    be an upper bound on the exact sum Σ count·ρ of the floats given, no tolerance (an
+    understated total by one ulp is still understated), and the smallest float that is — the
+    rational sum computed here with :class:`~fractions.Fraction`. Returns the histories checked."""
+    stated_of = getattr(accountant, "zcdp_history_rho", None)
+    if stated_of is None:
+        return 0
+    for history in _RHO_HISTORIES:
+        exact = sum((count * Fraction(rho) for rho, count in history), Fraction(0))
+        stated = float(stated_of(history))
+        ceiling = float(exact)
+        if Fraction(ceiling) < exact:
+            ceiling = math.nextafter(ceiling, math.inf)
+        if stated != ceiling:
+            side = "above" if not math.isfinite(stated) or Fraction(stated) > exact else "below"
+            findings.append(
+                f"ρ-zCDP history {history}: stated total ρ {stated!r}, the exact sum's smallest "
+                f"float upper bound is {ceiling!r} ({side} it)"
+            )
+    return len(_RHO_HISTORIES)
+
+
 #: (ρ, T, δ) whose best CKS20 order lies near 1 (ρ ≫ ln 1/δ) or beyond 10⁹ (ρ ≪ 10⁻¹⁷):
 #: a search over orders meets its range's ends there.
 _ORDER_EDGE_CELLS = ((1e20, 1, 1e-5), (1e16, 1, 0.5), (1e-18, 1, 1e-10))
@@ -1110,9 +1145,11 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     best order is held to it; a history of T releases followed by releases at other multiples
     of Δ against its exact profile (``discrete_gaussian_epsilon_then``,
     :func:`_mixed_history_checks`); one release at σ ≪ Δ, ε in the thousands to millions
-    (:func:`_near_noiseless_checks`); no event whose noise carries a sampler TV is exported to
-    another accountant as exact by default (``sampler_tv_exports``); the sensitivities of
-    randomly rounded vectors against KLS21 Thm. 1 and Prop. 22 (``kls21_sensitivities``); the
+    (:func:`_near_noiseless_checks`); the total ρ of composed ρ-zCDP events, the exact sum's
+    smallest float upper bound (:func:`_rho_sum_checks`); no event whose noise carries a
+    sampler TV is exported to another accountant as exact by default
+    (``sampler_tv_exports``); the sensitivities of randomly rounded vectors against KLS21
+    Thm. 1 and Prop. 22 (``kls21_sensitivities``); the
     DP histogram's stated sensitivities against what one client's move changes in its released
     counts (``histogram_sensitivity_trial``); and
     every parameter that would void a guarantee (ρ, σ, Δ, δ or a sampler TV out of range, for
@@ -1213,6 +1250,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     grouping_rows = _grouping_checks(accountant, rows, findings)
     mixed_rows = _mixed_history_checks(accountant, findings)
     noiseless_rows = _near_noiseless_checks(accountant, findings)
+    rho_histories = _rho_sum_checks(accountant, findings)
     budget_rows = _budget_checks(accountant, findings)
     refused, refusal_problems = refusal_findings(accountant)
     findings.extend(refusal_problems)
@@ -1250,6 +1288,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "grouping_rows": grouping_rows,
             "mixed_history_rows": mixed_rows,
             "near_noiseless_rows": noiseless_rows,
+            "rho_sum_histories": rho_histories,
             "budget_rows": budget_rows,
             "meaningful_tv_rows": meaningful_tv_rows,
             "delta_side_rows": delta_side_rows,

@@ -208,6 +208,7 @@ def test_a_server_that_records_no_faults_fails_the_naming_check(
         "garbage-unmask-shares",
         "garbled-held-shares",
         "one-garbage-share-of-t+1",
+        "well-formed-wrong-share",
         "wrong-pairwise-key",
         "malformed-escrows",
         "malformed-masked-input",
@@ -452,3 +453,30 @@ def test_a_server_trusting_revealed_pair_keys_is_sunk_by_one_wrong_key(
     monkeypatch.setattr(Server, "_verified_pair_keys", unchecked)
     outcome = _wrong_pairwise_key(threat_model, None, 0)
     assert outcome.succeeded and not outcome.correct and not outcome.named
+
+
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_a_server_trusting_well_formed_shares_is_sunk_by_one_shifted_share(
+    monkeypatch: pytest.MonkeyPatch, threat_model: str
+) -> None:
+    # Held-out 11's survivor `if secret or verify(secret)`: a secret rebuilt from the first t
+    # shares was used unchecked whenever it was well-formed; garbage shares almost never are
+    # (every sub-secret must be in range), a share shifted by its Lagrange weight's inverse is.
+    import inspect  # noqa: PLC0415
+    import textwrap  # noqa: PLC0415
+
+    from audits.attacks import _well_formed_wrong_share  # noqa: PLC0415
+    from secagg import server as server_module  # noqa: PLC0415
+
+    for neighbors in (None, 4):
+        outcome = _well_formed_wrong_share(threat_model, neighbors, 0)
+        assert not outcome.succeeded and outcome.correct and outcome.named, outcome
+    source = textwrap.dedent(inspect.getsource(server_module.Server._reconstruct))
+    first = "    if secret and verify(secret):\n        return secret\n    if len(holders) > t:"
+    assert source.count(first) == 1
+    source = source.replace(first, first.replace("secret and verify(secret)", "secret"))
+    namespace = dict(vars(server_module))
+    exec(compile(source, "<planted>", "exec"), namespace)
+    monkeypatch.setattr(server_module.Server, "_reconstruct", namespace["_reconstruct"])
+    outcome = _well_formed_wrong_share(threat_model, None, 0)
+    assert outcome.succeeded and not outcome.correct, outcome

@@ -14,6 +14,7 @@ from audits.ours import OurTarget
 from audits.privacy_audits import (
     _ACCOUNTANT_GRID,
     _kls21_checks,
+    _rho_sum_checks,
     _sampler_tv_checks,
     _zcdp_checks,
     kls21_renyi_exact,
@@ -212,3 +213,26 @@ def test_the_exact_kls21_reference_agrees_with_the_float_one() -> None:
         exact = kls21_renyi_exact(n, sigma, l1=l1, l2=l2, dimension=d, alpha=alpha)
         close = kls21_renyi_reference(n, sigma, l1=l1, l2=l2, dimension=d, alpha=alpha)
         assert abs(float(exact) - close) <= 1e-14 * close
+
+
+def test_composed_rho_is_the_exact_sum_rounded_up() -> None:
+    findings: list[str] = []
+    assert _rho_sum_checks(OurTarget().accountant(), findings) == 5 and findings == []
+
+
+@pytest.mark.parametrize("planted", ["float sum", "rounded to nearest"])
+def test_a_composed_rho_summed_in_floating_point_is_caught(
+    monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    # Held-out 11's survivor `denominator / d` (for `//`) in accounting._exact_sum: the sum of
+    # the ρ's in floating point — rounded down (1 + 2^-60 → 1.0), or overflowing at 10^-300.
+    from dpquantile import accounting  # noqa: PLC0415
+
+    def float_sum(terms: Any) -> float:
+        total = math.fsum(count * x for count, x in terms)
+        return total if planted == "rounded to nearest" else float(sum(c * x for c, x in terms))
+
+    monkeypatch.setattr(accounting, "_exact_sum", float_sum)
+    findings: list[str] = []
+    _rho_sum_checks(OurTarget().accountant(), findings)
+    assert findings and all("stated total ρ" in f for f in findings), findings
