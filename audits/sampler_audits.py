@@ -584,6 +584,21 @@ _TIE_SIGMAS = (0.5, 3.0, 7.5, 33.0)
 #: σ at which a rejection sampler's out-of-range words are replayed (``rejected_words``): the
 #: block regime's σ² = a/b with 2a not dividing 2^64, a fraction and two integers.
 _REJECTION_SIGMAS = (64.5, 100.0, 1000.0)
+#: (the sampler's method giving crafted cases, the σ it is asked at, what a mismatch says).
+_CRAFTED_REPLAYS = (
+    (
+        "alias_ties",
+        _TIE_SIGMAS,
+        "a tie with the alias threshold ({label}) drew {drawn}; the stated alias rule gives "
+        "{expected}",
+    ),
+    (
+        "rejected_words",
+        _REJECTION_SIGMAS,
+        "a candidate whose {label} must be rejected drew {drawn}; the next candidate gives "
+        "{expected}",
+    ),
+)
 
 
 def _stated_tv_problem(stated: float, proved: float) -> str | None:
@@ -680,29 +695,19 @@ def audit_sampler_exactness(
             problem = _stated_variance_problem(sampler.exact, sigma, *stated(sigma))
             if problem is not None:
                 findings.append(f"{sampler.name} σ={sigma}: {problem}")
-        ties = getattr(sampler, "alias_ties", None)
+        # Crafted word streams: events too rare for any statistic, each held to its stated rule.
         replay = getattr(sampler, "draw_from_words", None)
-        if ties is not None and replay is not None:
-            for sigma in _TIE_SIGMAS:
-                for label, words, expected in ties(sigma) or ():
+        for provider, sigmas, says in _CRAFTED_REPLAYS:
+            cases_of = getattr(sampler, provider, None)
+            if cases_of is None or replay is None:
+                continue
+            for sigma in sigmas:
+                for label, words, expected in cases_of(sigma) or ():
                     checks += 1
                     drawn = replay(sigma, words)
                     if drawn != expected:
-                        findings.append(
-                            f"{sampler.name} σ={sigma}: a tie with the alias threshold ({label}) "
-                            f"drew {drawn}; the stated alias rule gives {expected}"
-                        )
-        rejections = getattr(sampler, "rejected_words", None)
-        if rejections is not None and replay is not None:
-            for sigma in _REJECTION_SIGMAS:
-                for label, words, expected in rejections(sigma) or ():
-                    checks += 1
-                    drawn = replay(sigma, words)
-                    if drawn != expected:
-                        findings.append(
-                            f"{sampler.name} σ={sigma}: a candidate whose {label} must be "
-                            f"rejected drew {drawn}; the next candidate gives {expected}"
-                        )
+                        problem = says.format(label=label, drawn=drawn, expected=expected)
+                        findings.append(f"{sampler.name} σ={sigma}: {problem}")
         stated_tv = getattr(sampler, "stated_tv", None)
         for sigma in _STATED_SIGMAS:
             if stated_tv is None:

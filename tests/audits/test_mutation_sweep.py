@@ -297,6 +297,8 @@ _STATED = {
     ("mutation_sweep_2026-12-07-heldout9.json", "heldout9-final-audits.json"): (93, 174, 178),
     ("mutation_sweep_2026-12-07-heldout10.json", None): (68, 140, 160),
     ("mutation_sweep_2026-12-07-heldout10.json", "heldout10-final-audits.json"): (80, 152, 160),
+    ("mutation_sweep_2026-12-07-heldout11.json", None): (106, 149, 163),
+    ("mutation_sweep_2026-12-07-heldout11.json", "heldout11-final-audits.json"): (115, 158, 163),
 }
 
 
