@@ -7,9 +7,13 @@ the ``mutation`` extra) for every mutation of the modules in :data:`TARGETS`, dr
 random sample, and for each mutant:
 
 1. applies it to a private copy of the packages (the source tree is never touched);
-2. if no audit executes the mutated line (one coverage run of the audit suite on the pristine
+2. if no audit executes the mutated line (one coverage run of each audit alone on the pristine
    copy decides it), records it as **not reached** — it cannot change what any audit sees;
-3. otherwise runs the whole fast suite (``python -m audits``) against the copy: exit status 1
+3. otherwise runs the fast suite (``python -m audits --only …``) against the copy, restricted to
+   the audits that execute the mutated line: every audit gets the same seed whichever others
+   run, and runs deterministically, so an audit that never executes the line sees exactly what
+   it sees on the pristine copy and passes as it does there (each audit's coverage is taken
+   alone, so a value another audit would have cached for it counts as executed). Exit status 1
    with a FAIL verdict is **killed**, 0 is **survived**; FAILs that are all the implementation
    raising under an audit, or an audit running past the suite's time budget
    (:data:`audits.suite.FAST_TIME_LIMIT`, a hang), are **raised** — scored apart; anything
@@ -47,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from scipy import stats
+
+from audits.suite import AUDITS
 
 __all__ = [
     "TARGETS",
@@ -113,6 +119,8 @@ class MutantRun:
     note: str = ""
     # raised: our module the exception came from (audits.suite.raised_in), or "time budget"
     raised_in: str = ""
+    # the audits run against it: those executing its line (sweeps before 2026-12-07 ran all)
+    audits_run: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -340,16 +348,20 @@ def generate_mutations(source: Path, modules: Sequence[str] = TARGETS) -> list[M
     return sorted(mutations, key=lambda m: (m.module, m.line, m.operator, m.occurrence))
 
 
-def _audit_command(out: Path) -> list[str]:
-    return [sys.executable, "-m", "audits", "--no-plots", "--out", str(out), "--seed", "0"]
+def _audit_command(out: Path, only: Sequence[int] | None = None) -> list[str]:
+    command = [sys.executable, "-m", "audits", "--no-plots", "--out", str(out), "--seed", "0"]
+    return command if only is None else [*command, "--only", ",".join(map(str, only))]
 
 
 def _environment(tree: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def executed_lines(tree: Path, modules: Sequence[str]) -> dict[str, set[int]]:
-    """The lines of ``modules`` the fast audit suite executes on the pristine copy."""
+def executed_lines(
+    tree: Path, modules: Sequence[str], audit: int | None = None
+) -> dict[str, set[int]]:
+    """The lines of ``modules`` the fast audit suite (or audit number ``audit`` alone) executes
+    on the pristine copy."""
     data = tree / ".coverage"
     out = tree / "coverage-run"
     subprocess.run(
@@ -360,7 +372,7 @@ def executed_lines(tree: Path, modules: Sequence[str]) -> dict[str, set[int]]:
             "run",
             f"--data-file={data}",
             f"--include={','.join(str(tree / m) for m in modules)}",
-            *_audit_command(out)[1:],
+            *_audit_command(out, None if audit is None else [audit])[1:],
         ],
         cwd=tree,
         env=_environment(tree),
@@ -381,7 +393,24 @@ def executed_lines(tree: Path, modules: Sequence[str]) -> dict[str, set[int]]:
         relative = os.path.relpath(path, tree) if os.path.isabs(path) else path
         if relative in lines:
             lines[relative] = set(record["executed_lines"])
+    for leftover in (data, report):
+        leftover.unlink(missing_ok=True)
+    shutil.rmtree(out, ignore_errors=True)
     return lines
+
+
+def executed_lines_by_audit(
+    tree: Path, modules: Sequence[str], audits: Sequence[int] | None = None
+) -> dict[str, dict[int, set[int]]]:
+    """For each module, the lines each audit executes when it runs alone on the pristine copy.
+
+    Alone, not in the suite: an audit that reads a value another audit computed and cached
+    would execute the computing lines itself when run alone, so a mutant of those lines is run
+    against it too.
+    """
+    numbers = [spec.number for spec in AUDITS] if audits is None else list(audits)
+    by_audit = {number: executed_lines(tree, modules, number) for number in numbers}
+    return {m: {n: by_audit[n][m] for n in numbers if by_audit[n][m]} for m in modules}
 
 
 def _statement_line(source: str, line: int) -> int:
@@ -581,7 +610,11 @@ def classify_suite_run(
     return "crashed", failed, f"exit {returncode}: {tail}"[:200], ""
 
 
-def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) -> MutantRun:
+def _run_one(
+    tree: Path, mutation: Mutation, reached: Mapping[int, set[int]], timeout: float
+) -> MutantRun:
+    """Apply, classify and run one mutant; ``reached``: for each audit, the lines of the
+    mutant's module it executes on the pristine copy (an audit missing executes none)."""
     path = tree / mutation.module
     pristine = path.read_bytes()
     start = time.perf_counter()
@@ -598,7 +631,9 @@ def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) 
                 "assert": "changes an assert only: a correct run never reaches its failure",
             }[kind]
             return MutantRun(mutation, "equivalent", (), changed, time.perf_counter() - start, why)
-        if _statement_line(pristine.decode(), mutation.line) not in reached:
+        statement = _statement_line(pristine.decode(), mutation.line)
+        audits = sorted(number for number, lines in reached.items() if statement in lines)
+        if not audits:
             return MutantRun(
                 mutation,
                 "not reached",
@@ -610,7 +645,7 @@ def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) 
         out = tree / "mutant-run"
         try:
             done = subprocess.run(
-                _audit_command(out),
+                _audit_command(out, audits),
                 cwd=tree,
                 env=_environment(tree),
                 capture_output=True,
@@ -635,7 +670,7 @@ def _run_one(tree: Path, mutation: Mutation, reached: set[int], timeout: float) 
         )
         status, failed, note, where = classify_suite_run(done.returncode, results, done.stderr)
         seconds = time.perf_counter() - start
-        return MutantRun(mutation, status, failed, changed, seconds, note, where)
+        return MutantRun(mutation, status, failed, changed, seconds, note, where, tuple(audits))
     finally:
         path.write_bytes(pristine)
         shutil.rmtree(tree / "mutant-run", ignore_errors=True)
@@ -746,10 +781,11 @@ def run_sweep(
     with tempfile.TemporaryDirectory(prefix="secagg-dp-mutants-") as scratch:
         tree = Path(scratch)
         _copy_tree(source, tree)
-        reached = executed_lines(tree, modules)
+        touched = sorted({m.module for m in chosen})
+        reached = executed_lines_by_audit(tree, touched) if touched else {}
         try:
             for index, mutation in enumerate(chosen, start=1):
-                run = _run_one(tree, mutation, reached.get(mutation.module, set()), timeout)
+                run = _run_one(tree, mutation, reached.get(mutation.module, {}), timeout)
                 runs.append(run)
                 if progress:
                     print(

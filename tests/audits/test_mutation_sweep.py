@@ -12,7 +12,9 @@ from audits.mutation_sweep import (
     TARGETS,
     Mutation,
     TriageEntry,
+    _copy_tree,
     _run_key,
+    _run_one,
     _statement_line,
     clopper_pearson,
     draw_sample,
@@ -62,6 +64,37 @@ def test_a_small_sweep_decides_every_mutant_and_leaves_the_tree_alone() -> None:
     assert sum(counts.values()) == summary["sample"] == 3
     statuses = {"killed", "raised", "survived", "crashed", "not reached", "no change"}
     assert {run["status"] for run in summary["runs"]} <= statuses
+
+
+@needs_cosmic_ray
+def test_a_mutant_runs_against_exactly_the_audits_that_execute_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess  # noqa: PLC0415
+
+    from audits import mutation_sweep  # noqa: PLC0415
+
+    _copy_tree(ROOT, tmp_path)
+    mutation = generate_mutations(tmp_path, ("secagg/ring.py",))[0]
+    source = (tmp_path / mutation.module).read_text()
+    statement = _statement_line(source, mutation.line)
+    commands: list[list[str]] = []
+    real_run = subprocess.run
+
+    def run(command: list[str], **kwargs: object) -> object:
+        if command[1:3] == ["-m", "audits"]:  # the suite: record it, report a pass
+            commands.append(command)
+            return subprocess.CompletedProcess(command, 0, "", "")
+        return real_run(command, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(mutation_sweep.subprocess, "run", run)
+    # No audit executes the line (another line of the module does not count): not run at all.
+    alone = _run_one(tmp_path, mutation, {4: {statement + 10_000}}, timeout=60)
+    assert alone.status == "not reached" and commands == []
+    ran = _run_one(tmp_path, mutation, {7: {statement}, 3: {statement}, 9: set()}, timeout=60)
+    assert commands and commands[0][-2:] == ["--only", "3,7"]
+    assert ran.status == "survived" and ran.audits_run == (3, 7)
+    assert (tmp_path / mutation.module).read_text() == source  # the copy is restored
 
 
 @needs_cosmic_ray
