@@ -162,6 +162,33 @@ class _OurSampler:
                               value - offset))  # fmt: skip
         return cases
 
+    def sampled_variance_problem(self, sigma: float, sampled: Fraction) -> str | None:
+        """The fast sampler's σ̃² against its documented rule (fast_sampler_proof.md §1, the
+        module docstring): σ² itself below σ = 64 and where σ² = a/b has 2a < 2^56; otherwise
+        σ² rounded up to the next multiple of 2^-e with 2a < 2^56, a relative change below
+        2^-52. A finding, or ``None`` (always for the exact sampler: σ̃² = σ² is held
+        elsewhere)."""
+        if self.exact:
+            return None
+        squared = Fraction(sigma) ** 2
+        if sigma < 64 or 2 * squared.numerator < 1 << 56:
+            if sampled == squared:
+                return None
+            return f"samples σ̃² = {float(sampled):.17g}; documented: σ² itself (2a < 2^56)"
+        step = Fraction(1, sampled.denominator)  # 2^-e, or coarser once a/2^e is reduced
+        if (
+            sampled.denominator & (sampled.denominator - 1)
+            or 2 * sampled.numerator >= 1 << 56
+            or not squared <= sampled < squared + step
+            or sampled - squared >= squared / 2**52
+        ):
+            return (
+                f"samples σ̃² = {sampled.numerator}/{sampled.denominator} for σ² = "
+                f"{squared.numerator}/{squared.denominator}; documented: σ² rounded up to the "
+                "next multiple of a power of two with 2a < 2^56, within 2^-52 relative"
+            )
+        return None
+
     def rejected_words(self, sigma: float) -> list[tuple[str, NDArray[np.uint64], int]] | None:
         """Crafted word streams for the fast sampler's block regime (σ ≥ 64, σ² = a/b, 2a <
         2^56): the Bernoulli word d is uniform on [0, 2a) only below q·2a, q = ⌊2^64/2a⌋, so

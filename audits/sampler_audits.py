@@ -552,20 +552,26 @@ _REPLAY_SIGMAS = (2.0**-32, 2.0**-16, 0.5, 3.0, 64.0, 1000.0)
 #: A discrete Laplace scale far below one step: P[X ≠ 0] < 2·e^(−1/scale) = 2·e^(−10⁵).
 _VANISHING_LAPLACE_SCALE = 1e-5
 #: σ at which audit 2 reads what a sampler states it samples: both samplers' regimes (small σ,
-#: the alias table, the block regime past σ² ≈ 2^56 at σ ≈ 346 and beyond, the fast ceiling).
+#: the alias table, the block regime from σ = 346 on, the fast ceiling). Every one has σ² = a/b
+#: with 2a < 2^56, sampled exactly; the rounding edge is read at :data:`_ROUNDING_EDGE_SIGMAS`.
 _STATED_SIGMAS = (0.5, 3.0, 7.5, 346.0, 1000.0, 1e5, 3e7)
+#: σ on either side of the fast sampler's documented rounding edge (σ² = a/b used exactly while
+#: 2a < 2^56): (2^27 + 1)/2^20 has 2a ≈ 2^55, (2^28 − 1)/2^20 has a = 2^56 − 2^29 + 1, so
+#: 2a ≈ 2^57 must be rounded although a itself is below 2^56. Read for σ̃² only.
+_ROUNDING_EDGE_SIGMAS = ((2**27 + 1) / 2**20, (2**28 - 1) / 2**20)
 
 
 def _stated_variance_problem(exact: bool, sigma: float, target: Any, sampled: Any) -> str | None:
     """What a sampler states it samples: the requested σ² as its target (exactly, from the float
-    σ), and a sampled σ̃² that is the target for an exact sampler and never below it (within
-    10⁻⁹ relative above it: ours stays within 10⁻¹⁶) for one that rounds — a σ̃² below σ²
-    would be less noise than the accountant charged for."""
+    σ; a sampler that rounds may state the σ̃² it samples instead, the law it targets), and a
+    sampled σ̃² that is the target for an exact sampler and never below it (within 10⁻⁹
+    relative above it: ours stays within 10⁻¹⁶) for one that rounds — a σ̃² below σ² would be
+    less noise than the accountant charged for."""
     requested = Fraction(sigma) ** 2
     if not isinstance(target, Fraction) or not isinstance(sampled, Fraction):
         kinds = f"{type(target).__name__}, {type(sampled).__name__}"
         return f"the stated σ² are not exact fractions ({kinds})"
-    if target != requested:
+    if target != requested and (exact or target != sampled):
         return f"states target σ² = {float(target):.17g}, requested {float(requested):.17g}"
     if exact and sampled != requested:
         return f"claims exactness but samples σ̃² = {float(sampled):.17g} ≠ σ²"
@@ -688,11 +694,18 @@ def audit_sampler_exactness(
                     f"values, where N_ℤ(0, σ²) puts mass below 2·e^(−2^{exponent:g}) off 0"
                 )
         stated = getattr(sampler, "stated_sigma_squared", None)
-        for sigma in _STATED_SIGMAS:
+        # A sampler that documents how it rounds σ² states a σ̃² held to that rule too.
+        rule = getattr(sampler, "sampled_variance_problem", None)
+        for sigma in _STATED_SIGMAS + _ROUNDING_EDGE_SIGMAS:
             if stated is None:
                 break
             checks += 1
-            problem = _stated_variance_problem(sampler.exact, sigma, *stated(sigma))
+            target_squared, sampled_squared = stated(sigma)
+            problem = _stated_variance_problem(
+                sampler.exact, sigma, target_squared, sampled_squared
+            )
+            if problem is None and rule is not None:
+                problem = rule(sigma, sampled_squared)
             if problem is not None:
                 findings.append(f"{sampler.name} σ={sigma}: {problem}")
         # Crafted word streams: events too rare for any statistic, each held to its stated rule.

@@ -94,10 +94,12 @@ class KnownAnswer:
 class SamplerUnderTest(Protocol):
     """A discrete Gaussian sampler (audits 1–3).
 
-    Optional methods (audit 2): ``stated_sigma_squared(σ)``, ``stated_tv(σ)`` (the TV per draw
-    it states and the bound its proof gives), and ``alias_ties(σ)`` with
-    ``draw_from_words(σ, words)`` (crafted word streams that tie an alias threshold, and the
-    draw replayed from them).
+    Optional methods (audit 2): ``stated_sigma_squared(σ)``, ``sampled_variance_problem(σ,
+    σ̃²)`` (the stated σ̃² against the sampler's documented rounding rule: a finding or
+    ``None``), ``stated_tv(σ)`` (the TV per draw it states and the bound its proof gives), and
+    ``alias_ties(σ)`` and ``rejected_words(σ)`` with ``draw_from_words(σ, words)`` (crafted
+    word streams that tie an alias threshold or must be rejected, and the draw replayed from
+    them).
 
     Examples
     --------

@@ -22,6 +22,8 @@ from dpquantile import _fast_sampler
 from secagg import ClientState
 from secagg.client import _SNAPSHOT_VERSION
 
+_ROUNDED = Fraction(9) * (1 + Fraction(1, 10**12))
+
 
 @pytest.mark.parametrize(
     ("exact", "target", "sampled", "words"),
@@ -33,6 +35,11 @@ from secagg.client import _SNAPSHOT_VERSION
         (True, Fraction(9), Fraction(9) * (1 + Fraction(1, 10**12)), "claims exactness"),
         (False, Fraction(8), Fraction(9), "states target σ² = 8"),
         (True, None, Fraction(9), "not exact fractions"),  # a property turned into a method
+        # A sampler that rounds may state the σ̃² it samples as its target (ours does); an
+        # exact one may not, and a target that is neither is wrong.
+        (False, _ROUNDED, _ROUNDED, None),
+        (True, _ROUNDED, _ROUNDED, "states target"),
+        (False, Fraction(10), _ROUNDED, "states target σ² = 10"),
     ],
 )
 def test_stated_variance_rules(exact: bool, target: Any, sampled: Any, words: str | None) -> None:
@@ -45,7 +52,8 @@ def test_a_sampler_stating_less_variance_than_requested_fails() -> None:
     class Short(_OurSampler):
         def stated_sigma_squared(self, sigma: float) -> tuple[Any, Any]:
             target, sampled = super().stated_sigma_squared(sigma)
-            return target, sampled * Fraction(99, 100) if sigma > 100 else sampled
+            short = Fraction(99, 100) if sigma > 100 else 1  # σ̃² and the law it targets
+            return target * short, sampled * short
 
     class Target(OurTarget):
         def samplers(self) -> Sequence[Any]:
@@ -54,7 +62,7 @@ def test_a_sampler_stating_less_variance_than_requested_fails() -> None:
     assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
     result = audit_sampler_exactness(Target())
     assert result.verdict is Verdict.FAIL
-    assert len(result.findings) == 4  # σ = 346, 1000, 1e5, 3e7
+    assert len(result.findings) == 6  # σ = 346, 1000, 1e5, 3e7 and the two rounding-edge σ
     assert all("below the σ² charged" in finding for finding in result.findings)
 
 
@@ -313,6 +321,53 @@ def test_a_block_sampler_that_never_rejects_a_word_fails(monkeypatch: pytest.Mon
     assert result.verdict is Verdict.FAIL
     assert len(result.findings) == 6  # two rejected words at each of three σ
     assert all("must be rejected" in finding for finding in result.findings)
+
+
+def test_a_block_sampler_that_skips_its_documented_rounding_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 12's survivor `2 | a < 1 << _DENOMINATOR_BITS`: σ² = a/b with a just below
+    # 2^56 (so 2a ≥ 2^56) was sampled unrounded, against the documented layout 2a < 2^56. The
+    # draws stay within 2^-52 of the law either way; only the stated rule tells.
+    real = _fast_sampler._block_variance
+
+    def unrounded(sigma_squared: Fraction) -> tuple[int, int]:
+        a, b = sigma_squared.numerator, sigma_squared.denominator
+        return (a, b) if (2 | a) < 1 << 56 else real(sigma_squared)
+
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+    monkeypatch.setattr(_fast_sampler, "_block_variance", unrounded)
+    result = audit_sampler_exactness(OurTarget())
+    assert result.verdict is Verdict.FAIL
+    assert len(result.findings) == 1  # σ = (2^28 − 1)/2^20: 2a ≈ 2^57, a < 2^56
+    assert "documented: σ² rounded up" in result.findings[0]
+
+
+@pytest.mark.parametrize(
+    ("sigma", "sampled", "words"),
+    [
+        (3.0, Fraction(9), None),
+        (3.0, Fraction(9) + Fraction(1, 2**60), "σ² itself"),  # the alias regime is exact
+        (100.5, Fraction(201**2, 4), None),  # 2a = 2·40401 < 2^56: σ² itself
+        (100.5, Fraction(201**2 + 1, 4), "σ² itself"),
+        (100.3, Fraction(100.3) ** 2, "rounded up"),  # 2a ≥ 2^56: must be rounded
+        (100.3, Fraction(math.ceil(Fraction(100.3) ** 2 * 2**40), 2**40), None),
+        (100.3, Fraction(math.floor(Fraction(100.3) ** 2 * 2**40), 2**40), "rounded up"),
+        (100.3, Fraction(math.ceil(Fraction(100.3) ** 2 * 2**40) + 1, 2**40), "rounded up"),
+        (100.3, Fraction(math.ceil(Fraction(100.3) ** 2 * 2**20), 2**20), "rounded up"),  # > 2^-52
+        (100.3, Fraction(math.ceil(Fraction(100.3) ** 2 * 3**25), 3**25), "rounded up"),
+    ],
+)
+def test_the_fast_samplers_documented_rounding_rule(
+    sigma: float, sampled: Fraction, words: str | None
+) -> None:
+    fast = _OurSampler("fast", "FastDiscreteGaussian", exact=False)
+    problem = fast.sampled_variance_problem(sigma, sampled)
+    assert (problem is None) if words is None else (problem is not None and words in problem)
+    stated = fast.stated_sigma_squared(sigma)[1]
+    assert fast.sampled_variance_problem(sigma, stated) is None  # ours meets its rule
+    exact = _OurSampler("exact", "ExactDiscreteGaussian", exact=True)
+    assert exact.sampled_variance_problem(sigma, sampled) is None  # held to σ² elsewhere
 
 
 def test_rejected_words_exist_only_where_something_is_rejected() -> None:
