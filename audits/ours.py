@@ -304,6 +304,18 @@ class _OurAccountant:
     ) -> float:
         return float(self._with_tv(sigma, sensitivity, rounds, tv).delta(epsilon))
 
+    def discrete_gaussian_certificate_with_tv(
+        self, sigma: float, sensitivity: float, rounds: int, delta: float, tv: float
+    ) -> tuple[float, float, str | None]:
+        """The accountant's certificate for the same releases: (ε, ε without the TV, the
+        reason it states when no finite ε exists)."""
+        certificate = self._with_tv(sigma, sensitivity, rounds, tv).certificate(delta)
+        return (
+            float(certificate.epsilon),
+            float(certificate.epsilon_without_tv),
+            certificate.reason,
+        )
+
     # ε(δ) of a Rényi curve is CKS20 Prop. 12's conversion at its best order (audit 4 checks).
     zcdp_conversion = "cks20"
 
@@ -318,12 +330,12 @@ class _OurAccountant:
         attempts: int,
         *,
         replace_one: bool = False,
-    ) -> tuple[int, float, bool, tuple[Any, Any, Any]]:
+    ) -> tuple[int, float, bool, tuple[Any, ...]]:
         """Spend one N_ℤ(0, σ²) release of sensitivity Δ (add/remove) at a time against a
         PrivacyBudget of ``limit`` ((ε at ``delta``) or ρ; stated for replace-one neighbours
         with ``replace_one``) until it refuses: (releases accepted, spent(), whether
         ``would_exceed`` asked before each spend agreed with it every time, the limit as the
-        budget states it: its ``epsilon``, ``delta`` and ``rho``)."""
+        budget states it: its ``epsilon``, ``delta``, ``rho`` and ``neighbouring``)."""
         kind, value = limit
         relation: Literal["replace_one"] | None = "replace_one" if replace_one else None
         if kind == "rho":
@@ -341,7 +353,7 @@ class _OurAccountant:
                 break
             agreed = agreed and not predicted
             accepted += 1
-        stated = (budget.epsilon, budget.delta, budget.rho)
+        stated = (budget.epsilon, budget.delta, budget.rho, budget.neighbouring)
         return accepted, float(budget.spent()), agreed, stated
 
     @staticmethod

@@ -365,11 +365,16 @@ def _meaningful_tv_checks(
     Each claim must be certified, δ_ideal(ε) + (1 + e^ε)·η ≤ δ on the exact profile, and where
     the smallest certified ε lies in [1, 30] it may exceed it by at most 1.15×, and where it
     lies below 1 the claim must be finite (a correction that gives up, ε = ∞, or overshoots
-    fails). Grid: the accountant grid's σ and Δ,
+    fails). With ``discrete_gaussian_certificate_with_tv`` (ε, ε without the TV, the reason
+    stated when ε = ∞), the certificate states the same ε, and a certificate with no finite ε
+    whose releases alone certify a finite one must name the samplers' total-variation bound as
+    the reason (that is what voids it; a reason blaming the releases' Rényi curves misleads);
+    a finite ε states no reason. Grid: the accountant grid's σ and Δ,
     T ∈ {1, 16}, every δ."""
     claim = getattr(accountant, "discrete_gaussian_epsilon_with_tv", None)
     if claim is None:
         return []
+    certify = getattr(accountant, "discrete_gaussian_certificate_with_tv", None)
     rows: list[dict[str, Any]] = []
     for sigma, sensitivity, rounds, curve in _short_profiles(grid):
         for delta, share in itertools.product(grid["delta"], (1e-4, 1e-2)):
@@ -394,7 +399,41 @@ def _meaningful_tv_checks(
                 )
             elif best <= _TV_ENFORCED_UP_TO and not math.isfinite(claimed):
                 findings.append(f"{where}: claimed ε = ∞ where ε = {best:.4f} is certified")
+            if certify is not None:
+                problem = _certificate_reason_problem(claimed, *certify(
+                    sigma, sensitivity, rounds, delta, tv
+                ))  # fmt: skip
+                if problem is not None:
+                    findings.append(f"{where}: the certificate {problem}")
     return rows
+
+
+def _certificate_reason_problem(
+    claimed: float, epsilon: float, without_tv: float, reason: str | None
+) -> str | None:
+    """What is wrong with a certificate's ε and stated reason, or ``None``.
+
+    Examples
+    --------
+    >>> _certificate_reason_problem(2.0, 2.0, 1.9, None) is None
+    True
+    >>> print(_certificate_reason_problem(math.inf, math.inf, 7.0, "the Rényi curves"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    states no finite ε (the releases alone certify 7.0000) without naming the samplers'
+    total-variation bound: 'the Rényi curves'
+    """
+    if not (epsilon == claimed or (math.isnan(epsilon) and math.isnan(claimed))):
+        return f"states ε = {epsilon!r}, the accountant's ε(δ) {claimed!r}"
+    if math.isfinite(epsilon):
+        return None if reason is None else f"states a reason for a finite ε: {reason!r}"[:240]
+    if not reason:
+        return "states no finite ε and no reason"
+    if math.isfinite(without_tv) and "total-variation" not in reason:
+        return (
+            f"states no finite ε (the releases alone certify {without_tv:.4f}) without naming "
+            f"the samplers' total-variation bound: {reason!r}"
+        )[:240]
+    return None
 
 
 #: ε and TV grid of :func:`_delta_side_checks` (η = 0: the plain δ(ε)).
@@ -614,10 +653,15 @@ def _budget_problem(
         return row, f"raised {type(error).__name__}: {error}"[:200]
     if agreement and not agreement[0]:
         return row, "its would_exceed query disagreed with what spend then did"
-    if len(agreement) > 1:  # the limit as the budget states it: (ε, δ, ρ)
-        limit_stated = (value, delta, None) if kind == "epsilon" else (None, None, value)
-        if tuple(agreement[1]) != limit_stated:
-            return row, f"states its limit as (ε, δ, ρ) = {agreement[1]}, not {limit_stated}"
+    if len(agreement) > 1:  # the limit as the budget states it: (ε, δ, ρ[, relation])
+        said = tuple(agreement[1])
+        limit_stated: tuple[Any, ...] = (
+            (value, delta, None) if kind == "epsilon" else (None, None, value)
+        )
+        if len(said) > 3:  # the relation it was stated for (None: add/remove, the default)
+            limit_stated += ("replace_one" if replace_one else None,)
+        if said != limit_stated:
+            return row, f"states its limit as (ε, δ, ρ[, relation]) = {said}, not {limit_stated}"
     if replace_one:
         sensitivity = 2.0 * sensitivity  # what one replaced client moves the release by
     row.update(accepted=int(accepted), spent=float(spent))
@@ -657,8 +701,8 @@ def _budget_checks(accountant: Any, findings: list[str]) -> list[dict[str, Any]]
     the exact ε of what it accepted exceed it, and reports that ε as spent; in ρ, the same with
     ρ = T·Δ²/(2σ²) recomputed here (with non-integer Δ too: √2 and 1/2); a trial that also
     reports whether the budget's own "would it exceed?" query agreed with every spend must
-    have it agree, and one that also reports the limit as the budget states it (ε, δ, ρ)
-    must report the limit it was given. A target listing
+    have it agree, and one that also reports the limit as the budget states it (ε, δ, ρ, and
+    optionally the neighbouring relation) must report the limit it was given. A target listing
     ``"replace_one"`` in ``budget_neighbourings`` also runs budgets stated for replace-one
     neighbours fed add/remove releases, each held to Δ doubled."""
     trial = getattr(accountant, "budget_trial", None)

@@ -136,4 +136,14 @@ def test_a_budget_stating_another_limit_is_caught(
         accounting.PrivacyBudget, field, property(lambda self: (original.fget(self) or 0) * 2)
     )
     findings = _findings()
-    assert findings and all("states its limit as (ε, δ, ρ)" in f for f in findings)
+    assert findings and all("states its limit as (ε, δ, ρ" in f for f in findings)
+
+
+def test_a_budget_stating_no_relation_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out 12's survivor: PrivacyBudget.neighbouring lost its @property, so the relation a
+    # budget reports was a bound method whether it was stated for replace-one or not.
+    plain = accounting.PrivacyBudget.neighbouring.fget
+    monkeypatch.setattr(accounting.PrivacyBudget, "neighbouring", plain)
+    findings = _findings()
+    assert findings and all("states its limit as (ε, δ, ρ[, relation])" in f for f in findings)
+    assert any("replace-one budget" in f for f in findings)  # both relations are read

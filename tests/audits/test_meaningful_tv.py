@@ -4,6 +4,7 @@ the TV, or gives up on it, is caught."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -113,3 +114,28 @@ def test_an_accountant_understating_delta_of_epsilon_is_caught() -> None:
         wrong = [r for r in rows if (halved or r["tv"] > 0) and r["certified"] > 1e-290]
         assert len(findings) == len(wrong) > 0
         assert all("(privacy understated)" in f for f in findings)
+
+
+def test_a_certificate_blaming_the_wrong_cause_is_caught(monkeypatch: Any) -> None:
+    # Held-out 12's survivor `eta <= 0` in ZCDPAccountant.certificate: a certificate with no
+    # finite ε because of the samplers' TV said the releases' own Rényi curves certify none.
+    from dpquantile import accounting  # noqa: PLC0415
+
+    real = accounting.ZCDPAccountant.certificate
+
+    def misattributed(self: Any, delta: float) -> Any:
+        certificate = real(self, delta)
+        if certificate.reason is None:
+            return certificate
+        plain = "no finite ε: the releases' own Rényi curves certify none at this δ"
+        return dataclasses.replace(certificate, reason=plain)
+
+    grid = _ACCOUNTANT_GRID["fast"]
+    rows = _meaningful_tv_checks(OurTarget().accountant(), grid, clean := [])
+    voided = [r for r in rows if not math.isfinite(r["claimed"])]
+    assert clean == [] and voided  # some claims are ∞ because of the TV alone
+    monkeypatch.setattr(accounting.ZCDPAccountant, "certificate", misattributed)
+    findings: list[str] = []
+    _meaningful_tv_checks(OurTarget().accountant(), grid, findings)
+    assert len(findings) == len(voided)
+    assert all("without naming the samplers' total-variation bound" in f for f in findings)
