@@ -1694,6 +1694,21 @@ class _OurMasks:
         out: NDArray[np.uint64] = np.asarray(ring.normalize(vector), dtype=np.uint64)
         return out
 
+    @staticmethod
+    def expand_in_sum(
+        seed: bytes, dimension: int, session: bytes, iteration: int, iterate: bytes
+    ) -> NDArray[np.uint64]:
+        """The 32-bit mask of ``seed`` in a session's sum ``iteration`` at ``iterate``, through
+        the key a client derives for it and the path a client runs."""
+        masks = importlib.import_module("secagg.masks")
+        key = masks.pairwise_mask_key(
+            seed, session_id=session, first=1, second=2, iteration=iteration, iterate=iterate
+        )
+        ring = secagg.Ring(32)
+        vector = ring.zeros(dimension)
+        masks.add_masks(vector, ring, add=(key,))
+        return np.asarray(ring.normalize(vector), dtype=np.uint64)
+
 
 class _OurShamir:
     secret_bytes = 32

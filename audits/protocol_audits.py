@@ -1268,6 +1268,23 @@ def _mask_checks(
         binding = "checked"
     else:
         binding = "n/a: the PRG takes no session id (rounds are separated by fresh keys only)"
+    # A session's sums: one seed in sums 1–3, with no iterate and with two different ones,
+    # gives nine different masks (the sum and the iterate are bound into the mask key).
+    in_sum = getattr(masks, "expand_in_sum", None)
+    sum_binding = "n/a: the target offers no session sums"
+    if in_sum is not None:
+        seen: dict[bytes, str] = {}
+        iterates = {"no iterate": b"", "iterate 0": bytes(32), "iterate 1": bytes(31) + b"\x01"}
+        for r, (label, iterate) in itertools.product((1, 2, 3), iterates.items()):
+            mask = np.asarray(in_sum(key, 64, b"session-A" + bytes(23), r, iterate), np.uint64)
+            where = f"sum {r}, {label}"
+            if mask.tobytes() in seen:
+                findings.append(
+                    f"the same pairwise seed gives the same mask in {seen[mask.tobytes()]} and "
+                    f"in {where} (mask reuse across a session's sums)"
+                )
+            seen.setdefault(mask.tobytes(), where)
+        sum_binding = "checked"
     collisions = 0
     base = bytearray(key)
     for i, j in itertools.combinations(range(masks.seed_bytes), 2):
@@ -1285,10 +1302,11 @@ def _mask_checks(
         "chi2_p": p_values,
         "seed_collisions": collisions,
         "session_binding": binding,
+        "sum_binding": sum_binding,
         "ring_bits_not_offered": not_offered,
         "stuck_fraction_detected": _stuck_detected(entries, per_test, _MASK_BITS),
     }
-    return tests + 2, unique, details
+    return tests + 2 + (in_sum is not None), unique, details
 
 
 def _masked_input_checks(
@@ -1706,7 +1724,8 @@ def audit_shamir_masks_graph(
       with one more, a refusal or the secret — never a wrong secret.
     * Masks: χ² uniformity on Z_M for rings of every width class, M = 2^b with b ∈ {1, …, 5,
       31, 32, 33, 48, 63, 64} (2^16 entries each; above 5 bits per 4-bit slice: low, middle,
-      top, and across bit 32 of a 64-bit word); one seed in two sessions gives two masks;
+      top, and across bit 32 of a 64-bit word); one seed in two sessions gives two masks,
+      and (``expand_in_sum``) in a session's sums 1–3 at no iterate and two iterates, nine;
       seeds differing in two bytes give different masks (a folded 32-bit seed does not).
     * Masked inputs: χ² uniformity on Z_M (b ∈ {2, 3, 4, 33, 64}, those the target offers) of
       the vectors an honest round's server receives from clients whose inputs are all the same

@@ -467,6 +467,12 @@ class SecureSumUnderTest(Protocol):
 class MaskPRGUnderTest(Protocol):
     """The mask generator (audit 8).
 
+    An optional ``expand_in_sum(seed, dimension, session, iteration, iterate)`` returns the
+    mask on Z_2^32 that pairwise seed ``seed`` gives in sum ``iteration`` (1, 2, …) of a
+    session, bound to the 32-byte digest ``iterate`` of the model or centre that sum averages
+    at (``b""``: none): audit 8 then requires a different mask in every sum and for every
+    iterate.
+
     Examples
     --------
     >>> from audits.ours import OurTarget

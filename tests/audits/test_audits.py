@@ -422,6 +422,29 @@ def test_mask_check_catches_a_long_odd_mask_refused_or_cut(wrong: str) -> None:
     assert _mask_checks(real, "fast", 0)[1] == []
 
 
+def test_mask_check_catches_one_mask_in_two_sums(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out 12's survivor `iteration <= 1 or iterate` in the mask-key derivation: a sum
+    # after the first with no iterate left the sum out of its key, so sums 2 and 3 masked alike.
+    from audits.protocol_audits import _mask_checks  # noqa: PLC0415
+    from secagg import masks  # noqa: PLC0415
+
+    real_masks = OurTarget().mask_prg()
+    assert real_masks is not None and _mask_checks(real_masks, "fast", 0)[1] == []
+    derive = masks._derive
+
+    def unbound(*args: Any, iteration: int = 1, iterate: bytes = b"") -> bytes:
+        return derive(*args, iteration=min(iteration, 2) if not iterate else iteration,
+                      iterate=iterate)  # fmt: skip
+
+    monkeypatch.setattr(masks, "_derive", unbound)
+    _, findings, details = _mask_checks(real_masks, "fast", 0)
+    assert findings == [
+        "the same pairwise seed gives the same mask in sum 2, no iterate and in sum 3, "
+        "no iterate (mask reuse across a session's sums)"
+    ]
+    assert details["sum_binding"] == "checked"
+
+
 def test_state_machine_catches_a_client_that_answers_a_second_unmask_request() -> None:
     class Forgetful(_OurSansIO):
         """After answering, the client forgets it did: state and held shares come back. (The
