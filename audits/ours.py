@@ -603,6 +603,22 @@ class _OurAccountant:
                 events.NeighbouringMismatchError,
             ),
         ]
+        # A spend whose total overflows to ρ = ∞ is a budget exceeded like any other, in ρ and
+        # in (ε, δ) alike: BudgetExceededError, nothing spent.
+        def overflow(budget: Any) -> None:
+            budget.spend(events.ZCDP(1e308), count=10**6)
+
+        for label, budget in (
+            ("PrivacyBudget(rho=1)", partial(events.PrivacyBudget, rho=1.0)),
+            ("PrivacyBudget(epsilon=1, delta=1e-5)", partial(events.PrivacyBudget, 1.0, 1e-5)),
+        ):
+            typed.append(
+                (
+                    f"{label}.spend(ZCDP(1e308), count=10**6): ρ = ∞",
+                    partial(overflow, budget()),
+                    events.BudgetExceededError,
+                )
+            )
         return (*cases, *typed)
 
     def boundary_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:

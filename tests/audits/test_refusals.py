@@ -18,11 +18,34 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (65, [])
+    assert refusal_findings(target.accountant()) == (67, [])
     assert refusal_findings(target.graph_parameters()) == (33, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (13, [])
     assert refusal_findings(target.mask_prg()) == (6, [])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_rho_budget_failing_on_an_infinite_spend_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 12's survivor `math.isinf(would_spend) or self._delta is not None` in
+    # PrivacyBudget.spend: a ρ budget asked to spend ρ = ∞ asked for a certificate at δ = None
+    # and raised TypeError instead of BudgetExceededError.
+    budget_class = dpquantile.accounting.PrivacyBudget
+    real = budget_class.spend
+
+    def asks_for_a_certificate(self: Any, event: Any, count: int = 1) -> None:
+        trial, would_spend = self._prospective(event, count)
+        if math.isinf(would_spend):
+            trial.certificate(self._delta)
+        real(self, event, count)
+
+    monkeypatch.setattr(budget_class, "spend", asks_for_a_certificate)
+    calls, findings = refusal_findings(OurTarget().accountant())
+    assert calls == 67 and len(findings) == 1
+    assert findings[0].startswith("PrivacyBudget(rho=1).spend(ZCDP(1e308), count=10**6)")
+    assert "failed with TypeError, not BudgetExceededError" in findings[0]
 
 
 def test_a_fast_sampler_ceiling_past_its_proof_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
