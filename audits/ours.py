@@ -2016,6 +2016,9 @@ class OurTarget:
         """The scale :class:`dpquantile.ExactDiscreteLaplace` states (audit 2)."""
         return dpquantile.ExactDiscreteLaplace(scale).scale
 
+    #: Where audit 2 traces the discrete Laplace sampler's draws for floating point.
+    discrete_laplace_trace_modules = ("dpquantile", "secagg.randomness")
+
     def discrete_laplace_sampler(self) -> Callable[[float], Draw]:
         """:class:`dpquantile.ExactDiscreteLaplace`: scale → draw function (audit 1)."""
 

@@ -754,6 +754,21 @@ def audit_sampler_exactness(
                     f"{int(np.count_nonzero(tiny))} non-zero values ({tiny.dtype}), where its "
                     "mass off 0 is below 2·e^(−10⁵)"
                 )
+    # The discrete Laplace sampler is exact as well (CKS20 Alg. 2): with the modules to trace
+    # (``discrete_laplace_trace_modules``), no floating point on its draws at an ordinary scale
+    # and at the int64 edge, one draw per call (single draws take its big-integer path).
+    modules = getattr(target, "discrete_laplace_trace_modules", None)
+    if laplace is not None and modules:
+        ordinary, edge = laplace(3.0), laplace(_INT64_EDGE_LAPLACE_SCALE)
+        for label, draws in (
+            ("3", lambda: ordinary(200, seed + 11)),
+            ("(2^62 − 1)/(2^22 + 1)", lambda: [edge(1, seed + 7919 * i) for i in range(20)]),
+        ):
+            checks += 1
+            trace = trace_floats(draws, modules=modules)
+            findings.extend(
+                f"discrete Laplace scale={label} (exact): float {f}" for f in trace.findings[:5]
+            )
     # The scale the discrete Laplace sampler states (``discrete_laplace_stated_scale``): the
     # one it was given, converted exactly ("int, float or Fraction, converted exactly").
     stated_scale: Callable[[float], Any] | None = getattr(

@@ -429,3 +429,25 @@ def test_a_laplace_sampler_stating_another_scale_fails(stated: str) -> None:
     result = audit_sampler_exactness(Target())
     assert result.verdict is Verdict.FAIL and len(result.findings) == 5  # _LAPLACE_SCALES
     assert all("states its scale as" in finding for finding in result.findings)
+
+
+def test_a_discrete_laplace_sampler_dividing_in_floats_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 12's survivor `// s` → `/ s` in the discrete Laplace sampler's big-integer path
+    # (taken at scales near its 2^62 ceiling): Y = (U + tV)/s became a float, rounded to 53 bits
+    # — an exact sampler no longer exact, invisible to any statistic.
+    import inspect  # noqa: PLC0415
+
+    from dpquantile import samplers  # noqa: PLC0415
+
+    assert audit_sampler_exactness(OurTarget()).verdict is Verdict.PASS
+    source = inspect.getsource(samplers._discrete_laplace)
+    assert source.count(") // s\n") == 1
+    namespace = dict(vars(samplers))  # traced as dpquantile.samplers, like the real one
+    exec(compile(source.replace(") // s\n", ") / s\n"), samplers.__file__, "exec"), namespace)
+    monkeypatch.setattr(samplers, "_discrete_laplace", namespace["_discrete_laplace"])
+    result = audit_sampler_exactness(OurTarget())
+    assert result.verdict is Verdict.FAIL and result.findings
+    assert all(f.startswith("discrete Laplace scale=(2^62 − 1)/(2^22 + 1) (exact): float")
+               for f in result.findings)  # fmt: skip
