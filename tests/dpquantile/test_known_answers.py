@@ -53,6 +53,11 @@ CASES: list[dict[str, Any]] = [
     {"sampler": "exact_gaussian", "parameter": "3.7", "seed": 18, "count": 2048},
     # σ² = 9·10^8 < 2^31 but |Y|·t ≈ 2^32: the exact sampler's int64 guard decides the path.
     {"sampler": "exact_gaussian", "parameter": "30000.0", "seed": 19, "count": 8192},
+    # Batch sizes: every count above makes the exact sampler's first batch n + n//2 + 8 with
+    # bit 3 of n + n//2 clear; 1000 (1500 = 0b10111011100) sets it, so a batch size rewritten
+    # as (n + n//2) ^ 8 — equal whenever bit 3 is clear — changes these (held-out 12).
+    {"sampler": "exact_gaussian", "parameter": "3.7", "seed": 20, "count": 1000},
+    {"sampler": "exact_gaussian", "parameter": "100000.0", "seed": 21, "count": 1000},
 ]
 
 _FACTORIES: dict[str, Callable[[float], IntegerNoiseSampler]] = {
