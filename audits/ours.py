@@ -1911,12 +1911,12 @@ class _OurGraph:
             ("num_corrupt", -1),
         )
         for field, value in edits:
-            cases.append(
-                (
-                    f"SecAggPlusParameters({field}={value}, n=100)",
-                    partial(dataclasses.replace, chosen, **{field: value}),
-                )
-            )
+            label = f"SecAggPlusParameters({field}={value}, n=100)"
+            edited = partial(dataclasses.replace, chosen, **{field: value})
+            if field == "degree" and value != 99:  # a degree refused states the limit n − 1
+                cases.append((label, edited, ValueError, f"n - 1 = 99; got {value}"))
+            else:
+                cases.append((label, edited))
         return tuple(cases)
 
     def boundary_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:

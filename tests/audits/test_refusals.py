@@ -48,6 +48,28 @@ def test_a_rho_budget_failing_on_an_infinite_spend_is_caught(
     assert "failed with TypeError, not BudgetExceededError" in findings[0]
 
 
+def test_a_parameter_record_misstating_its_degree_limit_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 12's survivor `n - 1 = {n ** 1}`: a SecAggPlusParameters record refusing an
+    # edited degree stated its limit as n instead of n − 1.
+    from secagg.graph_parameters import SecAggPlusParameters  # noqa: PLC0415
+
+    real = SecAggPlusParameters.__post_init__
+
+    def misstated(self: Any) -> None:
+        try:
+            real(self)
+        except ValueError as error:
+            n = self.num_clients
+            raise ValueError(str(error).replace(f"n - 1 = {n - 1}", f"n - 1 = {n}")) from None
+
+    monkeypatch.setattr(SecAggPlusParameters, "__post_init__", misstated)
+    calls, findings = refusal_findings(OurTarget().graph_parameters())
+    assert calls == 33 and len(findings) == 2
+    assert all("its message does not say 'n - 1 = 99; got 1" in f for f in findings)
+
+
 def test_a_fast_sampler_ceiling_past_its_proof_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # Held-out 9's survivor MAX_FAST_SIGMA = 2 << 25: σ up to 2^26 accepted, the TV bound being
     # proved for σ ≤ 2^25 only (dpquantile/fast_sampler_proof.md §1).
