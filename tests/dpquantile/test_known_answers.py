@@ -58,6 +58,9 @@ CASES: list[dict[str, Any]] = [
     # as (n + n//2) ^ 8 — equal whenever bit 3 is clear — changes these (held-out 12).
     {"sampler": "exact_gaussian", "parameter": "3.7", "seed": 20, "count": 1000},
     {"sampler": "exact_gaussian", "parameter": "100000.0", "seed": 21, "count": 1000},
+    # σ = 121.88 (σ' = 60.94): the block regime's half table has exactly 1024 = 2^10 entries
+    # (M = 1023), the one size where its column count is decided by len − 1, not len.
+    {"sampler": "fast_gaussian", "parameter": "121.88", "seed": 22, "count": 1000},
 ]
 
 _FACTORIES: dict[str, Callable[[float], IntegerNoiseSampler]] = {
