@@ -243,6 +243,26 @@ class _OurSampler:
         return draw
 
 
+def _one_line_accountant(xi: float, rho: float) -> Any:
+    """A ZCDPAccountant holding one release known only by the Rényi line (ξ, ρ): a
+    user-defined :class:`dpquantile.MechanismEvent` (the base class is public)."""
+
+    @dataclasses.dataclass(frozen=True)
+    class OneLine(dpquantile.MechanismEvent):
+        neighbouring: Literal["add_remove", "replace_one"] = "add_remove"
+
+        def renyi_bounds(self) -> tuple[tuple[float, float], ...]:
+            return ((xi, rho),)
+
+        def under_replace_one(self) -> Any:  # pragma: no cover - not composed so here
+            raise NotImplementedError
+
+        def to_dp_accounting(self, *, ignore_sampler_tv: bool = False) -> Any:
+            raise NotImplementedError  # pragma: no cover - not exported here
+
+    return dpquantile.ZCDPAccountant().compose(OneLine())
+
+
 class _OurAccountant:
     def discrete_gaussian_epsilon(
         self, sigma: float, sensitivity: float, rounds: int, delta: float
@@ -669,6 +689,17 @@ class _OurAccountant:
     def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
         event = dpquantile.ZCDP(rho)
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
+
+    @staticmethod
+    def renyi_line_delta(xi: float, rho: float, epsilon: float) -> float:
+        """δ(ε) the accountant states for one release it is told only the Rényi line (ξ, ρ) of
+        (a user-defined :class:`dpquantile.MechanismEvent`: the base class is public)."""
+        return float(_one_line_accountant(xi, rho).delta(epsilon))
+
+    @staticmethod
+    def renyi_line_epsilon(xi: float, rho: float, delta: float) -> float:
+        """ε(δ) the accountant states for the same one-line release (``renyi_line_delta``)."""
+        return float(_one_line_accountant(xi, rho).epsilon(delta))
 
     def zcdp_history_rho(self, history: tuple[tuple[float, int], ...]) -> float:
         """The total ρ the accountant states for ρ-zCDP events composed ``count`` times each."""

@@ -846,6 +846,40 @@ def _rho_sum_checks(accountant: Any, findings: list[str]) -> int:
     return len(_RHO_HISTORIES)
 
 
+#: (ε₀, ε) of :func:`_pure_line_checks`: ε below ε₀, where a pure ε₀-DP release needs δ > 0.
+_PURE_LINE_CELLS = tuple((e0, f * e0) for e0 in (0.5, 1.0, 3.0) for f in (0.0, 0.5, 0.9))
+
+
+def _pure_line_checks(accountant: Any, findings: list[str]) -> int:
+    """A release the accountant is told only ``D_α ≤ ε₀`` for every α (one Rényi line (ξ, ρ) =
+    (ε₀, 0): pure ε₀-DP, ``renyi_line_delta(ξ, ρ, ε)``) covers randomized response, which is
+    exactly ε₀-DP: its δ(ε) = (e^ε₀ − e^ε)/(1 + e^ε₀) for ε < ε₀ (the hockey-stick divergence of
+    Bernoulli(e^ε₀/(1 + e^ε₀)) against its mirror). A claimed δ below it is understated; so
+    is a claimed ε (``renyi_line_epsilon(ξ, ρ, δ)``) below randomized response's at that δ,
+    log(e^ε₀ − δ(1 + e^ε₀)). Returns the cells checked."""
+    delta_of = getattr(accountant, "renyi_line_delta", None)
+    epsilon_of = getattr(accountant, "renyi_line_epsilon", None)
+    if delta_of is None:
+        return 0
+    for e0, epsilon in _PURE_LINE_CELLS:
+        needed = (math.exp(e0) - math.exp(epsilon)) / (1.0 + math.exp(e0))
+        claimed = float(delta_of(e0, 0.0, epsilon))
+        if not claimed >= needed * (1 - 1e-9):
+            findings.append(
+                f"one Rényi line (ξ, ρ) = ({e0}, 0) at ε = {epsilon:g}: claimed δ {claimed:.4g} "
+                f"< {needed:.4g}, randomized response's (privacy understated)"
+            )
+        if epsilon_of is None or needed <= 0:
+            continue
+        stated = float(epsilon_of(e0, 0.0, needed))  # RR at δ = needed has exactly ε
+        if not stated >= epsilon * (1 - 1e-9) - 1e-12:
+            findings.append(
+                f"one Rényi line (ξ, ρ) = ({e0}, 0) at δ = {needed:.4g}: claimed ε {stated:.4g} "
+                f"< {epsilon:g}, randomized response's (privacy understated)"
+            )
+    return len(_PURE_LINE_CELLS)
+
+
 #: (ρ, T, δ) whose best CKS20 order lies near 1 (ρ ≫ ln 1/δ) or beyond 10⁹ (ρ ≪ 10⁻¹⁷):
 #: a search over orders meets its range's ends there.
 _ORDER_EDGE_CELLS = ((1e20, 1, 1e-5), (1e16, 1, 0.5), (1e-18, 1, 1e-10))
@@ -1295,6 +1329,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     mixed_rows = _mixed_history_checks(accountant, findings)
     noiseless_rows = _near_noiseless_checks(accountant, findings)
     rho_histories = _rho_sum_checks(accountant, findings)
+    pure_lines = _pure_line_checks(accountant, findings)
     budget_rows = _budget_checks(accountant, findings)
     refused, refusal_problems = refusal_findings(accountant)
     findings.extend(refusal_problems)
@@ -1333,6 +1368,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "mixed_history_rows": mixed_rows,
             "near_noiseless_rows": noiseless_rows,
             "rho_sum_histories": rho_histories,
+            "pure_line_cells": pure_lines,
             "budget_rows": budget_rows,
             "meaningful_tv_rows": meaningful_tv_rows,
             "delta_side_rows": delta_side_rows,

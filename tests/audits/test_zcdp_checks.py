@@ -236,3 +236,28 @@ def test_a_composed_rho_summed_in_floating_point_is_caught(
     findings: list[str] = []
     _rho_sum_checks(OurTarget().accountant(), findings)
     assert findings and all("stated total ρ" in f for f in findings), findings
+
+
+def test_a_pure_renyi_line_is_held_to_randomized_response(monkeypatch: Any) -> None:
+    # Held-out 12's survivor `self._linear_xi >= 0` in ZCDPAccountant._base_delta: a release
+    # known only by one line (ξ, 0) — pure ξ-DP, from a user-defined MechanismEvent — got δ(ε) = 0
+    # below ε = ξ, where randomized response (exactly ξ-DP) needs (e^ξ − e^ε)/(1 + e^ξ).
+    from audits.privacy_audits import _PURE_LINE_CELLS, _pure_line_checks  # noqa: PLC0415
+    from dpquantile import accounting  # noqa: PLC0415
+
+    ours = OurTarget().accountant()
+    clean: list[str] = []
+    assert _pure_line_checks(ours, clean) == len(_PURE_LINE_CELLS) and clean == []
+    real = accounting.ZCDPAccountant._base_delta
+
+    def zero_without_rho(self: Any, epsilon: float) -> float:
+        self._refresh()
+        if self._linear_rho == 0 and not self._lines:
+            return 0.0
+        return float(real(self, epsilon))
+
+    monkeypatch.setattr(accounting.ZCDPAccountant, "_base_delta", zero_without_rho)
+    findings: list[str] = []
+    _pure_line_checks(OurTarget().accountant(), findings)
+    assert len(findings) == len(_PURE_LINE_CELLS)  # every δ side; the ε side is untouched
+    assert all("claimed δ 0 <" in f and "randomized response" in f for f in findings)
