@@ -332,6 +332,8 @@ _STATED = {
     ("mutation_sweep_2026-12-07-heldout10.json", "heldout10-final-audits.json"): (80, 152, 160),
     ("mutation_sweep_2026-12-07-heldout11.json", None): (106, 149, 163),
     ("mutation_sweep_2026-12-07-heldout11.json", "heldout11-final-audits.json"): (115, 158, 163),
+    ("mutation_sweep_2026-12-07-heldout12.json", None): (121, 197, 218),
+    ("mutation_sweep_2026-12-07-heldout12.json", "heldout12-final-audits.json"): (132, 208, 218),
 }
 
 
