@@ -1224,7 +1224,10 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     of Δ against its exact profile (``discrete_gaussian_epsilon_then``,
     :func:`_mixed_history_checks`); one release at σ ≪ Δ, ε in the thousands to millions
     (:func:`_near_noiseless_checks`); the total ρ of composed ρ-zCDP events, the exact sum's
-    smallest float upper bound (:func:`_rho_sum_checks`); no event whose noise carries a
+    smallest float upper bound (:func:`_rho_sum_checks`); a release known only by one Rényi
+    line (ξ, 0) against randomized response's exact δ(ε) and ε(δ) (``renyi_line_delta``,
+    :func:`_pure_line_checks`); certificates voided by a sampler TV that say so
+    (``discrete_gaussian_certificate_with_tv``); no event whose noise carries a
     sampler TV is exported to another accountant as exact by default
     (``sampler_tv_exports``); the sensitivities of randomly rounded vectors against KLS21
     Thm. 1 and Prop. 22 (``kls21_sensitivities``); the
