@@ -1428,6 +1428,53 @@ class _OurSecureSum:
         return None
 
     @staticmethod
+    def late_member_floor(seed: int) -> str | None:
+        """A session whose later sum has no secure member set left must be refused when it
+        begins: ``Server.begin_iteration`` raises ``TooFewSurvivorsError`` and aborts
+        (its documented ``Raises``), instead of opening a sum nobody is asked to join.
+
+        The state is reachable honestly: responders reveal only their own seeds, so a sum
+        completes with t unmask responders that need not keep t neighbours among themselves.
+        Five clients on the complete graph, semi-honest; at t = 2 clients 3–5 and at t = 1
+        clients 2–5 go silent in sum 1's unmask phase, so sum 1 completes over all five
+        and its responders peel to nobody. ``None``: refused as documented."""
+        from audits.adversary import AdversarialRound  # noqa: PLC0415 (a cycle via attacks)
+        from audits.attacks import inputs_for  # noqa: PLC0415
+
+        for t, silent in ((2, [3, 4, 5]), (1, [2, 3, 4, 5])):
+            where = (
+                f"a semi-honest session of 5 clients (complete graph, t = {t}) whose sum 1 "
+                f"completed with clients {silent} silent in its unmask phase"
+            )
+            game = AdversarialRound(
+                inputs_for(5),
+                threshold=t,
+                neighbors=None,
+                iterations=2,
+                seed=seed,
+                threat_model="semi-honest",
+            )
+            game.run(silent={"unmask": silent})
+            if game.server.state is not secagg.ServerState.AWAITING_ITERATION:
+                return f"{where}: sum 1 ended in {game.server.state.name}, not completed"
+            try:
+                outgoing = game.server.begin_iteration(b"sum 2")
+            except secagg.TooFewSurvivorsError:
+                if game.server.state is not secagg.ServerState.ABORTED:
+                    return f"{where}: sum 2 refused, but the server is {game.server.state.name}"
+                continue
+            except Exception as error:
+                return (
+                    f"{where}: begin_iteration raised {type(error).__name__}, not "
+                    f"TooFewSurvivorsError ({error})"
+                )[:300]
+            return (
+                f"{where}: begin_iteration opened sum 2 ({len(outgoing)} requests, server "
+                f"{game.server.state.name}) instead of refusing it with TooFewSurvivorsError"
+            )
+        return None
+
+    @staticmethod
     def grid_rule(seed: int) -> str | None:
         """secure_weighted_average's grid is the one its documented no-wrap rule gives
         (``bits``: "the scale is the finest with n·⌈B·c·scale⌉ (+ noise tail) < 2^(b−1)";

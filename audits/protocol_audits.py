@@ -810,7 +810,8 @@ def audit_secure_sum(
     ends in an abort at its deadline, in every phase (:func:`_deserted_phase_checks`);
     sessions whose sums differ in width, with
     random dropouts, give every sum's exact total, and so do sessions in which every member keeps
-    exactly t neighbours (:func:`_session_checks`); configurations
+    exactly t neighbours (:func:`_session_checks`), and (ours) a session whose unmask
+    responders peel to nobody refuses its next sum when it begins; configurations
     and client ids out of range are refused (:func:`~audits.targets.refusal_findings`).
     Deterministic verdicts: a FAIL is a counterexample (error rate 0). ``examples`` overrides
     the tier's number of state-machine examples (fast 60 × 25 steps, deep 1500 × 50).
@@ -878,7 +879,8 @@ def audit_secure_sum(
             headroom = getattr(secure_sum, "headroom_refusal", lambda _: None)(seed)
             grid = getattr(secure_sum, "grid_rule", lambda _: None)(seed)
             scaled = getattr(secure_sum, "clip_equivariance", lambda _: None)(seed)
-        findings.extend(p for p in (headroom, grid, scaled) if p is not None)
+            floor = getattr(secure_sum, "late_member_floor", lambda _: None)(seed)
+        findings.extend(p for p in (headroom, grid, scaled, floor) if p is not None)
         samples += rounds
         if hasattr(secure_sum, "run_session"):
             samples += sessions
