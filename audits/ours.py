@@ -1455,13 +1455,16 @@ class _OurSecureSum:
                 threat_model="semi-honest",
             )
             game.run(silent={"unmask": silent})
-            if game.server.state is not secagg.ServerState.AWAITING_ITERATION:
-                return f"{where}: sum 1 ended in {game.server.state.name}, not completed"
+            server = game.server
+            after_sum_1 = server.state
+            if after_sum_1 is not secagg.ServerState.AWAITING_ITERATION:
+                return f"{where}: sum 1 ended in {after_sum_1.name}, not completed"
             try:
-                outgoing = game.server.begin_iteration(b"sum 2")
+                outgoing = server.begin_iteration(b"sum 2")
             except secagg.TooFewSurvivorsError:
-                if game.server.state is not secagg.ServerState.ABORTED:
-                    return f"{where}: sum 2 refused, but the server is {game.server.state.name}"
+                refused = server.state
+                if refused is not secagg.ServerState.ABORTED:
+                    return f"{where}: sum 2 refused, but the server is {refused.name}"
                 continue
             except Exception as error:
                 return (
@@ -2016,6 +2019,14 @@ class _OurGraph:
     ) -> tuple[int, int]:
         chosen = self._chosen(num_clients, dropout_rate, corruption_rate)
         return int(chosen.degree), int(chosen.threshold)
+
+    @staticmethod
+    def log2_tail(population: int, successes: int, draws: int, at_least: int) -> float:
+        """log2 P[X ≥ at_least] for X ~ Hypergeometric(N, K, m): the library's own primitive
+        of the SecAgg+ bounds."""
+        return secagg.graph_parameters.log2_hypergeometric_tail(
+            population, successes, draws, at_least
+        )
 
     def reported_bounds(
         self, num_clients: int, dropout_rate: float, corruption_rate: float

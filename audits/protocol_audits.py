@@ -1593,6 +1593,54 @@ def _graph_grid(tier: Tier) -> tuple[tuple[int, ...], tuple[tuple[float, float],
 _EDGE_CELLS: tuple[tuple[int, float, float], ...] = ((1000, 0.0, 0.997),)
 
 
+# Audit 8: tails beside the small exhaustive grid — degenerate and near-degenerate supports of
+# a large population (every item marked, none, every item drawn, all but a few marked), each
+# read at both ends of its support and just outside.
+_LARGE_TAILS: tuple[tuple[int, int, int, tuple[int, ...]], ...] = (
+    (999, 999, 20, (0, 1, 20, 21)),
+    (999, 0, 20, (0, 1)),
+    (999, 500, 999, (0, 1, 499, 500, 501, 1000)),
+    (999, 997, 20, (1, 2, 18, 19, 20, 21)),
+    (999, 990, 40, (30, 31, 32, 39, 40, 41)),
+)
+
+
+def _tail_errors(log2_tail: Callable[[int, int, int, int], float]) -> tuple[int, list[str]]:
+    """A target's log2 P[X ≥ x], X ~ Hypergeometric(N, K, m) (the primitive its SecAgg+ bounds
+    are built from), against the exact tail in rationals: every N ≤ 10, K, m ≤ N and
+    x = 0 … m + 1 — supports of one point (K = 0 or N, m = 0 or N) included — and the large
+    cells of :data:`_LARGE_TAILS` at the ends of their supports. A bound may round up by 10⁻⁹
+    relative, never down; −inf exactly when the tail is empty."""
+    cells = [
+        (population, marked, draws, tuple(range(draws + 2)))
+        for population in range(1, 11)
+        for marked in range(population + 1)
+        for draws in range(population + 1)
+    ] + list(_LARGE_TAILS)
+    errors: list[str] = []
+    checked = 0
+    for population, marked, draws, points in cells:
+        for at_least in points:
+            exact = _log2(_hypergeometric_tail(population, marked, draws, at_least))
+            checked += 1
+            try:
+                claimed = float(log2_tail(population, marked, draws, at_least))
+            except Exception as error:  # every argument here is in the documented range
+                errors.append(f"raised {type(error).__name__} ({error})"[:200])
+            else:
+                if math.isinf(exact) or math.isinf(claimed):
+                    wrong = claimed != exact
+                else:
+                    wrong = not exact <= claimed <= exact + 1e-9 * max(1.0, abs(exact))
+                if not wrong:
+                    continue
+                errors.append(f"log2 P[X ≥ {at_least}] = {claimed:.6g}, exact {exact:.6g}")
+            errors[-1] = f"Hypergeometric(N={population}, K={marked}, m={draws}): {errors[-1]}"
+            if len(errors) >= 3:
+                return checked, errors
+    return checked, errors
+
+
 def _graph_checks(
     graph: GraphParametersUnderTest, tier: Tier
 ) -> tuple[int, list[str], list[dict[str, Any]]]:
@@ -1743,7 +1791,9 @@ def audit_shamir_masks_graph(
       a picker that claims the smallest even degree must leave none at
       k − 2 (no t meets both bounds there), one that claims the smallest threshold (2 rather
       than 1 when both are valid) must choose exactly it, and the bounds a picker reports
-      (log2 recovery failure, security bits) must be the exact ones of its choice; a picker
+      (log2 recovery failure, security bits) must be the exact ones of its choice, and so must
+      the tail primitive they are built from (``log2_tail``: every N ≤ 10, supports of one
+      point included, :func:`_tail_errors`); a picker
       that takes other targets is checked at (2^-10, 16 bits), (2^-40, 80) and (2^-1, 1) too;
       rates, failure and security targets out of range must be refused
       (:func:`~audits.targets.refusal_findings`).
@@ -1812,6 +1862,14 @@ def audit_shamir_masks_graph(
         details["graph_invalid_parameters_tried"] = refused or "n/a: none listed"
         details["graph"] = rows
         samples += count
+        log2_tail = getattr(graph, "log2_tail", None)
+        if log2_tail is None:
+            details["hypergeometric_tails_checked"] = "n/a: the target exposes no tail"
+        else:
+            tails, tail_errors = _tail_errors(log2_tail)
+            findings.extend(f"SecAgg+ bounds' primitive: {e}" for e in tail_errors)
+            details["hypergeometric_tails_checked"] = tails
+            samples += tails
         # A picker that takes other targets is also checked at a loose, a tight and a very
         # loose pair (every bound and claim alike; targets in the finding).
         retarget = getattr(graph, "at_targets", None)

@@ -559,9 +559,11 @@ class GraphParametersUnderTest(Protocol):
     other targets: audit 8 then checks it at three more pairs too. An optional method
     ``reported_bounds(n, dropout_rate, corruption_rate)`` returns the
     (log2 recovery failure, security bits[, secrecy bits, connectivity bits]) the picker
-    reports for its choice; audit 8 checks them against the exact bounds.
-    ``invalid_parameters()``: calls that must refuse, ``boundary_parameters()``: calls that
-    must be served (:func:`refusal_findings`).
+    reports for its choice; audit 8 checks them against the exact bounds. An optional method
+    ``log2_tail(population, successes, draws, at_least)`` exposes the hypergeometric tail the
+    bounds are built from (log2, rounded up); audit 8 checks it against the exact tail, supports
+    of one point included. ``invalid_parameters()``: calls that must refuse,
+    ``boundary_parameters()``: calls that must be served (:func:`refusal_findings`).
 
     Examples
     --------
