@@ -1140,6 +1140,49 @@ def _equivocating_consistency(
     return next((o for o in outcomes if o.succeeded or o.named is False), outcomes[-1])
 
 
+def _malformed_approvals(
+    threat_model: str, neighbors: int | None, seed: int
+) -> AttackOutcome | None:
+    """Malicious mode only: in a session's first sum, client 3 answers the consistency check
+    with malformed approvals — one recipient listed a second time with another tag, or its
+    recipients in reverse order. The server holds no MAC key, so their shape is all it can
+    check: it must refuse the answer, name client 3, and complete both sums exactly (client 3
+    left out). A server that keeps the last of two tags for one recipient lets a client place
+    a tag it never stands by."""
+    from secagg import ConsistencyRequest, ConsistencySignature, ProtocolError  # noqa: PLC0415
+
+    if threat_model != "malicious":
+        return None
+    outcomes: list[AttackOutcome] = []
+    for variant in ("listed twice", "reversed"):
+        game = _session(2, threat_model, neighbors, seed)
+        requests = run_until(game, ConsistencyRequest)
+        replies = [r for m in requests for r in game.to_client(m)]
+        answer = next(r for r in replies if isinstance(r, ConsistencySignature) and r.sender == 3)
+        approvals = answer.approvals
+        if variant == "listed twice":
+            approvals = (*approvals, (approvals[0][0], bytes(len(approvals[0][1]))))
+        else:
+            approvals = approvals[::-1]
+        with contextlib.suppress(ProtocolError):
+            game.server.receive(dataclasses.replace(answer, approvals=approvals), peer_id=3)
+        outgoing = game.to_server(r for r in replies if r is not answer) or game.close()
+        while outgoing:
+            outgoing = game.step(outgoing)
+        honest = [u for u in game.clients if u != 3]
+        correct = _correct(game, honest, last=False)
+        outgoing = game.step(game.server.begin_iteration(b"two"))
+        while outgoing:
+            outgoing = game.step(outgoing)
+        correct = correct and _correct(game, honest, iteration=2)
+        outcomes.append(
+            _client_outcome(
+                "malformed-approvals", threat_model, neighbors, game, correct, culprits=(3,)
+            )
+        )
+    return next((o for o in outcomes if o.succeeded or o.named is False), outcomes[-1])
+
+
 def _off_rule_requests(request: Any, victim: int) -> list[tuple[str, Any]]:
     """Unmask requests to ``victim`` off the lists it approved, each list changed alone: its
     survivors reversed, one survivor other than the victim left out (dropped list exact), one
@@ -1403,6 +1446,12 @@ ATTACKS: tuple[AttackSpec, ...] = (
         "client",
         "a client answers the consistency check twice, differently (malicious mode)",
         _equivocating_consistency,
+    ),
+    AttackSpec(
+        "malformed-approvals",
+        "client",
+        "a session's approvals with a recipient listed twice, or reversed (malicious mode)",
+        _malformed_approvals,
     ),
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from audits.attacks import (
     AttackKind,
     AttackSpec,
     OurAttackSurface,
+    _malformed_approvals,
     audit_attacks,
     outcome_table,
 )
@@ -155,6 +157,27 @@ def test_every_culprit_the_server_can_tell_is_named_and_the_rest_have_none(
     equivocations = [o for o in outcomes if o["attack"] == "equivocating-consistency"]
     assert {o["threat_model"] for o in equivocations} == {"malicious"}  # n/a semi-honest
     assert all("conflicting second consistency" in o["stopped_by"] for o in equivocations)
+    malformed = [o for o in outcomes if o["attack"] == "malformed-approvals"]
+    assert {o["threat_model"] for o in malformed} == {"malicious"}  # n/a semi-honest
+    assert all("one 32-byte tag per other survivor" in o["stopped_by"] for o in malformed)
+
+
+def test_a_server_that_takes_approvals_of_any_shape_leaves_the_culprit_unnamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 13's survivor `recipients is sorted(set(recipients))`: a session's approvals with
+    # a recipient listed twice (the last tag kept) or out of order were taken, not refused.
+    from secagg import server  # noqa: PLC0415
+
+    real = server.Server._on_approvals
+
+    def any_shape(self: Any, message: Any) -> bool:
+        canonical = tuple(sorted(dict(message.approvals).items()))
+        return bool(real(self, dataclasses.replace(message, approvals=canonical)))
+
+    monkeypatch.setattr(server.Server, "_on_approvals", any_shape)
+    outcome = _malformed_approvals("malicious", None, 0)
+    assert outcome is not None and not outcome.succeeded and outcome.named is False
 
 
 def test_a_server_that_ignores_a_second_answer_sorting_low_leaves_the_culprit_unnamed(
@@ -214,6 +237,7 @@ def test_a_server_that_records_no_faults_fails_the_naming_check(
         "malformed-masked-input",
         "replay-from-another-round",
         "equivocating-consistency",
+        "malformed-approvals",
     }
 
 
