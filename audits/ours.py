@@ -974,6 +974,35 @@ class _QuantileDropout:
         noise = np.asarray(result.released, dtype=np.float64) - exact
         return noise, float(event.num_clients) * dpquantile.discrete_gaussian_variance(event.sigma)
 
+    @staticmethod
+    def noise_level(seed: int) -> str | None:
+        """The documented count scale (``quantile_scale``): s is the smallest integer making
+        the ideal per-client σ, s·Δ₂/√(2nρ), at least 2 grid units — so KLS21's τ term is
+        negligible and the noise relative to the counts, σ/s, is the central-DP level
+        Δ₂/√(2nρ) (Δ₂ = √(2L) for replace-one on a tree of L levels). Checked on dp_quantile
+        at n = 10 (ρ = 1: s > 1; ρ = 0.01: s = 1), 200 and 1000 clients. ``None``: it
+        holds."""
+        for n, rho, bins in ((10, 1.0, 16), (10, 0.01, 16), (200, 0.5, 64), (1000, 0.125, 64)):
+            result = dpquantile.quantile.dp_quantile(
+                np.linspace(0.0, 1.0, n), 0.5, lower=0.0, upper=1.0, bins=bins, rho=rho,
+                seed=seed, secure=False,
+            )  # fmt: skip
+            levels = dpquantile.HistogramTree(bins, 0.0, 1.0).levels
+            central = math.sqrt(2 * levels) / math.sqrt(2 * n * rho)
+            s = int(result.scale)
+            where = f"dp_quantile of {n} clients, ρ = {rho:g}, {bins} bins"
+            if s < 1 or s * central < 2.0 or (s > 1 and (s - 1) * central >= 2.0):
+                return (
+                    f"{where}: count scale {s}, not the smallest integer s with "
+                    f"s·Δ₂/√(2nρ) ≥ 2 (Δ₂/√(2nρ) = {central:.6g})"
+                )
+            if not float(result.sigma) / s <= central * (1.0 + 1e-6):
+                return (
+                    f"{where}: noise σ/s = {float(result.sigma) / s:.6g} of a count, above "
+                    f"the central-DP level Δ₂/√(2nρ) = {central:.6g}"
+                )
+        return None
+
     def release(
         self, dropped: Sequence[int], seed: int, *, secure: bool, refuse_shortfall: bool
     ) -> PathRelease:

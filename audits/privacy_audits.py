@@ -1754,7 +1754,9 @@ def audit_dropout_noise(
     approximation to the sum of many discrete Gaussians); FAIL when P[χ²_N ≤ S] < α/m
     (Bonferroni, family-wise α = 1e-6). Aggregates that also offer :class:`ReleasePaths` are
     released on random dropped sets through both paths (deterministic checks,
-    :func:`_release_path_checks`; ``details["release_paths"]``).
+    :func:`_release_path_checks`; ``details["release_paths"]``). An aggregate's optional
+    ``noise_level(seed)`` checks its stated noise level (ours: the DP quantile's count scale
+    keeps the noise at the central-DP level).
 
     Examples
     --------
@@ -1822,6 +1824,10 @@ def audit_dropout_noise(
     worst = max(chi2_variance_shortfall(row["coordinates"], per_test) for row in rows)
     with quiet_library_warnings():
         path_rows = _release_path_checks(aggregates, tier, seed, findings)
+        for aggregate in aggregates:
+            level = getattr(aggregate, "noise_level", lambda _: None)(seed)
+            if level is not None:
+                findings.append(level)
     return AuditResult(
         audit=6,
         name="dropout-noise",
