@@ -901,54 +901,75 @@ def _lagrange_at_zero(xs: Sequence[int], x: int, prime: int = 2**31 - 1) -> int:
     return weight
 
 
+def _shifted(blob: bytes, shift: int, prime: int = 2**31 - 1) -> bytes:
+    """A share blob (little-endian u32 sub-shares) with its first sub-share moved by ``shift``."""
+    words = np.frombuffer(blob, dtype="<u4").astype(np.int64)
+    words[0] = (words[0] + shift) % prime
+    return words.astype("<u4").tobytes()
+
+
 def _well_formed_wrong_share(
     threat_model: str, neighbors: int | None, seed: int
 ) -> AttackOutcome:
-    """Client 5 is gone after its masked input (9 clients, t = 3), so its self-mask seed is
-    rebuilt from its neighbours' shares; the lowest-numbered holder — one of the t a decoder
-    reading the first t uses — shifts its share of the seed's first sub-secret by λ⁻¹ (λ its
-    Lagrange weight at 0 among those t), so that they reconstruct a *well-formed* seed one
-    unit off: no range check on the sub-secrets can tell, only the seed's commitment. Decided
-    by the round's correctness, with the liar named."""
-    from secagg import UnmaskRequest, UnmaskResponse  # noqa: PLC0415
+    """One holder — the lowest-numbered, one of the t a decoder reading the first t uses —
+    shifts its share of a secret's first sub-secret by λ⁻¹ (λ its Lagrange weight at 0 among
+    those t), so that they reconstruct a *well-formed* secret one unit off: no range check on
+    the sub-secrets can tell, only the secret's commitment (9 clients, t = 3). Two secrets:
+    client 5's self-mask seed (gone after its masked input), and client 6's recovery key (gone
+    before its masked input; the same holder also reveals a wrong pair key with it, so the
+    server must open 6's escrows with the rebuilt key). Decided by the round's correctness,
+    with the liar named, in both variants."""
+    from secagg import ForwardedShares, UnmaskRequest, UnmaskResponse  # noqa: PLC0415
 
-    gone, threshold = 5, 3
+    threshold = 3
     neighbors = None if neighbors is None else neighbors + 2  # as for the other bad clients
-    game = AdversarialRound(
-        inputs_for(9), threshold=threshold, neighbors=neighbors, threat_model=threat_model,
-        seed=seed,
-    )  # fmt: skip
-    outgoing = run_until(game, UnmaskRequest)
-    answers = [r for m in outgoing if m.peer != gone for r in game.to_client(m)]
-    holders = sorted(
-        r.sender
-        for r in answers
-        if isinstance(r, UnmaskResponse) and any(v == gone for v, _ in r.seed_shares)
+    runs = []
+    for gone, field in ((5, "seed_shares"), (6, "key_shares")):
+        game = AdversarialRound(
+            inputs_for(9), threshold=threshold, neighbors=neighbors, threat_model=threat_model,
+            seed=seed,
+        )  # fmt: skip
+        silent = {ForwardedShares: (gone,)} if field == "key_shares" else None
+        outgoing = run_until(game, UnmaskRequest, silent=silent)
+        answers = [r for m in outgoing if m.peer != gone for r in game.to_client(m)]
+        holders = sorted(
+            r.sender
+            for r in answers
+            if isinstance(r, UnmaskResponse) and any(v == gone for v, _ in getattr(r, field))
+        )
+        bad = holders[0]
+        shift = pow(_lagrange_at_zero(holders[:threshold], bad), -1, 2**31 - 1)
+        rng = np.random.default_rng(seed)
+        replies: list[Any] = []
+        for reply in answers:
+            if isinstance(reply, UnmaskResponse) and reply.sender == bad:
+                shares = tuple(
+                    (v, _shifted(blob, shift) if v == gone else blob)
+                    for v, blob in getattr(reply, field)
+                )
+                keys = tuple(
+                    (v, _garbage(b, rng) if v == gone else b) for v, b in reply.pairwise_keys
+                )
+                reply = dataclasses.replace(reply, **{field: shares}, pairwise_keys=keys)  # noqa: PLW2901
+            replies.append(reply)
+        outgoing = game.to_server(replies) or game.close()
+        while outgoing:
+            outgoing = game.step(outgoing)
+        # Client 5 sent its masked input (it must be summed); client 6 never did.
+        honest = [u for u in game.clients if u not in (bad, 6)]
+        runs.append((bad, game, _correct(game, honest)))
+    named = [bad in {f.peer_id for f in g.server.faults} for bad, g, _ in runs]
+    shown = next(
+        (i for i, (_, _, correct) in enumerate(runs) if not correct),
+        next((i for i, ok in enumerate(named) if not ok), 0),
     )
-    bad = holders[0]
-    shift = pow(_lagrange_at_zero(holders[:threshold], bad), -1, 2**31 - 1)
-    replies: list[Any] = []
-    for reply in answers:
-        if isinstance(reply, UnmaskResponse) and reply.sender == bad:
-            shares = []
-            for v, blob in reply.seed_shares:
-                if v == gone:
-                    words = np.frombuffer(blob, dtype="<u4").astype(np.int64)
-                    words[0] = (words[0] + shift) % (2**31 - 1)
-                    blob = words.astype("<u4").tobytes()  # noqa: PLW2901
-                shares.append((v, blob))
-            reply = dataclasses.replace(reply, seed_shares=tuple(shares))  # noqa: PLW2901
-        replies.append(reply)
-    outgoing = game.to_server(replies) or game.close()
-    while outgoing:
-        outgoing = game.step(outgoing)
-    honest = [u for u in game.clients if u != bad]
+    bad, game, _ = runs[shown]
     return _client_outcome(
         "well-formed-wrong-share",
         threat_model,
         neighbors,
         game,
-        _correct(game, honest),
+        all(correct for _, _, correct in runs),
         culprits=(bad,),
     )
 
@@ -1407,7 +1428,8 @@ ATTACKS: tuple[AttackSpec, ...] = (
     AttackSpec(
         "well-formed-wrong-share",
         "client",
-        "a first holder shifts its share so the first t rebuild a well-formed, wrong seed",
+        "a first holder shifts its share so the first t rebuild a well-formed, wrong seed "
+        "(or recovery key)",
         _well_formed_wrong_share,
     ),
     AttackSpec(

@@ -504,3 +504,21 @@ def test_a_server_trusting_well_formed_shares_is_sunk_by_one_shifted_share(
     monkeypatch.setattr(server_module.Server, "_reconstruct", namespace["_reconstruct"])
     outcome = _well_formed_wrong_share(threat_model, None, 0)
     assert outcome.succeeded and not outcome.correct, outcome
+
+
+@pytest.mark.parametrize("threat_model", ["semi-honest", "malicious"])
+def test_a_server_that_takes_any_recovery_key_is_sunk_by_one_shifted_key_share(
+    monkeypatch: pytest.MonkeyPatch, threat_model: str
+) -> None:
+    # Held-out 13's survivor `... is not commitment`: the rebuilt recovery key of a client gone
+    # before its masked input was never held to its commitment. A holder that reveals a wrong
+    # pair key (so the escrows must be opened) and shifts its key share then sinks the round.
+    from audits.attacks import _well_formed_wrong_share  # noqa: PLC0415
+    from secagg import server as server_module  # noqa: PLC0415
+
+    monkeypatch.setattr(
+        server_module.Server, "_recovery_key_check", lambda self, owner: lambda key: True
+    )
+    outcome = _well_formed_wrong_share(threat_model, None, 0)
+    assert outcome.succeeded and not outcome.correct, outcome
+    assert "escrowed pair key" in outcome.stopped_by, outcome
