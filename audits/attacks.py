@@ -929,7 +929,9 @@ def _well_formed_wrong_share(
             inputs_for(9), threshold=threshold, neighbors=neighbors, threat_model=threat_model,
             seed=seed,
         )  # fmt: skip
-        silent = {ForwardedShares: (gone,)} if field == "key_shares" else None
+        silent: Mapping[type, Iterable[int]] = (
+            {ForwardedShares: (gone,)} if field == "key_shares" else {}
+        )
         outgoing = run_until(game, UnmaskRequest, silent=silent)
         answers = [r for m in outgoing if m.peer != gone for r in game.to_client(m)]
         holders = sorted(
@@ -950,7 +952,11 @@ def _well_formed_wrong_share(
                 keys = tuple(
                     (v, _garbage(b, rng) if v == gone else b) for v, b in reply.pairwise_keys
                 )
-                reply = dataclasses.replace(reply, **{field: shares}, pairwise_keys=keys)  # noqa: PLW2901
+                if field == "seed_shares":
+                    reply = dataclasses.replace(reply, seed_shares=shares)  # noqa: PLW2901
+                else:
+                    reply = dataclasses.replace(reply, key_shares=shares)  # noqa: PLW2901
+                reply = dataclasses.replace(reply, pairwise_keys=keys)  # noqa: PLW2901
             replies.append(reply)
         outgoing = game.to_server(replies) or game.close()
         while outgoing:

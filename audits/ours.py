@@ -691,6 +691,11 @@ class _OurAccountant:
         return float(dpquantile.ZCDPAccountant().compose(event, count=rounds).epsilon(delta))
 
     @staticmethod
+    def rho_for_epsilon(epsilon: float, delta: float) -> float:
+        """The ρ the library plans for a target (ε, δ): its documented inverse of ε(ρ)."""
+        return float(dpquantile.rho_for_epsilon(epsilon, delta))
+
+    @staticmethod
     def renyi_line_delta(xi: float, rho: float, epsilon: float) -> float:
         """δ(ε) the accountant states for one release it is told only the Rényi line (ξ, ρ) of
         (a user-defined :class:`dpquantile.MechanismEvent`: the base class is public)."""

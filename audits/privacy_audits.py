@@ -772,7 +772,8 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
     CKS20's conversion at its best order (:func:`cks20_epsilon`): a search that settles on a
     worse order is valid but looser than claimed. An accountant that states the order
     (``zcdp_optimal_order(ρ, rounds, δ)``) must state one (α > 1) at which that conversion gives
-    its claimed ε (to 10⁻⁹)."""
+    its claimed ε (to 10⁻⁹). A planner's ρ for a target (``rho_for_epsilon``) must be the inverse
+    of this ε(ρ) to 10⁻⁹ (:func:`_inverse_problems`)."""
     claim = getattr(accountant, "zcdp_epsilon", None)
     if claim is None:
         return []
@@ -809,7 +810,44 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
         for rho, rounds, delta in _ORDER_EDGE_CELLS:
             claimed = float(claim(rho, rounds, delta))
             _order_check(order_of, rho, rounds, delta, claimed=claimed, findings=findings)
+    inverse = getattr(accountant, "rho_for_epsilon", None)
+    if inverse is not None:
+        findings.extend(_inverse_problems(claim, inverse))
     return rows
+
+
+#: Targets (ε, δ) at which a planner's ρ(ε, δ) is held to be the inverse of its ε(ρ): small ε
+#: (ρ ≪ 1) as well as large.
+_INVERSE_TARGETS: tuple[tuple[float, float], ...] = tuple(
+    itertools.product((0.05, 0.5, 1.0, 5.0, 20.0), (1e-5, 1e-10))
+)
+
+
+def _inverse_problems(
+    claim: Callable[[float, int, float], float], inverse: Callable[[float, float], float]
+) -> list[str]:
+    """A planner's ρ for a target (ε, δ) (``rho_for_epsilon``) must meet the target under the
+    accountant's own ε(ρ) (``zcdp_epsilon``, itself held to the exact Gaussian profile above),
+    and be the largest that does to within 10⁻⁹ relative: ρ·(1 + 2·10⁻⁹) must exceed ε. A
+    planner that stops its search early plans more noise than the target needs."""
+    problems = []
+    for epsilon, delta in _INVERSE_TARGETS:
+        where = f"ρ for (ε = {epsilon:g}, δ = {delta:g})"
+        try:
+            rho = float(inverse(epsilon, delta))
+        except Exception as error:  # every target here is served (ρ > 0 exists)
+            problems.append(f"{where}: raised {type(error).__name__} ({error})"[:200])
+            continue
+        if not rho > 0 or not math.isfinite(rho):
+            problems.append(f"{where}: {rho!r}, not a positive ρ")
+        elif float(claim(rho, 1, delta)) > epsilon * (1 + 1e-12):
+            problems.append(f"{where}: ρ = {rho:.9g} gives ε = {claim(rho, 1, delta):.9g}")
+        elif float(claim(rho * (1 + 2e-9), 1, delta)) <= epsilon:
+            problems.append(
+                f"{where}: ρ = {rho:.9g} is not the largest meeting it to 10⁻⁹ relative "
+                f"(ρ·(1 + 2·10⁻⁹) still gives ε ≤ {epsilon:g}): more noise than needed"
+            )
+    return problems
 
 
 #: Histories of ρ-zCDP events ((ρ, count), …) whose float sum rounds: magnitudes far apart,
@@ -1220,7 +1258,8 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     events against the Gaussian mechanism's, and ε claims carrying the target's own claimed
     sampler TV against the ideal exact ε (``discrete_laplace_epsilon``, ``zcdp_epsilon``,
     ``discrete_gaussian_epsilon_with_tv``); an accountant claiming CKS20's conversion at the
-    best order is held to it; a history of T releases followed by releases at other multiples
+    best order is held to it, and its planner's ρ for a target (ε, δ) to be that ε(ρ)'s
+    inverse; a history of T releases followed by releases at other multiples
     of Δ against its exact profile (``discrete_gaussian_epsilon_then``,
     :func:`_mixed_history_checks`); one release at σ ≪ Δ, ε in the thousands to millions
     (:func:`_near_noiseless_checks`); the total ρ of composed ρ-zCDP events, the exact sum's

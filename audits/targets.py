@@ -145,7 +145,8 @@ class AccountantUnderTest(Protocol):
     Audit 4 also uses these methods when an accountant has them (duck-typed; see
     :mod:`audits.ours` for ours): ``distributed_discrete_gaussian_renyi(n, σ, *, l1, l2,
     dimension, rounds, alpha)``, ``discrete_laplace_epsilon(ε₀, rounds, δ)`` and
-    ``discrete_laplace_delta(ε₀, rounds, ε)``, ``zcdp_epsilon(ρ, rounds, δ)``, and
+    ``discrete_laplace_delta(ε₀, rounds, ε)``, ``zcdp_epsilon(ρ, rounds, δ)`` (with
+    ``rho_for_epsilon(ε, δ)``, the ρ planned for a target: held to be its inverse), and
     ``discrete_gaussian_epsilon_with_tv(σ, Δ, rounds, δ, tv)`` (tv: the total-variation bound of
     all ``rounds`` releases' noise together) and ``discrete_gaussian_delta_with_tv(σ, Δ, rounds,
     ε, tv)`` (the profile's other side, tv = 0 included); and the attribute
