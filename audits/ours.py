@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import math
+import pickle
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
@@ -1789,10 +1790,11 @@ class _OurMasks:
     session_bound = True
 
     @staticmethod
-    def invalid_parameters() -> tuple[tuple[str, Callable[[], Any]], ...]:
+    def invalid_parameters() -> tuple[tuple[Any, ...], ...]:
         """A pairwise mask of a client with itself must be refused (audit 8: its two masks
         would not cancel): the same id twice, as ints built apart (beyond CPython's small-int
-        cache) and as NumPy integers."""
+        cache) and as NumPy integers; so must mask keys of another length than 16 bytes, and
+        accumulators that are not 1-D arrays of the ring's dtype (TypeError, as documented)."""
         masks = importlib.import_module("secagg.masks")
         key = masks.pairwise_mask_key
         same = [(int("300"), int("300")), (np.int64(7), np.int64(7)), (5, 5)]
@@ -1813,7 +1815,34 @@ class _OurMasks:
             )
             for size in (15, 24, 32)
         )
-        return (*selves, *lengths)
+        # The accumulator: "a 1-D contiguous array of the ring's storage dtype" (TypeError).
+        shapes = tuple(
+            (
+                f"add_masks(an accumulator {what})",
+                partial(masks.add_masks, accumulator, ring, add=(bytes(16),)),
+                TypeError,
+            )
+            for what, accumulator in (
+                ("of 0 dimensions", np.array(5, dtype=ring.dtype)),
+                ("of 2 dimensions", ring.zeros(4).reshape(2, 2)),
+                ("of int64", np.zeros(4, dtype=np.int64)),
+            )
+        )
+        return (*selves, *lengths, *shapes)
+
+    @staticmethod
+    def boundary_parameters() -> tuple[tuple[str, Callable[[], Any]], ...]:
+        """An accumulator of the ring's dtype that is equal to, but not, NumPy's canonical dtype
+        object — as an unpickled array has (multiprocessing, a stored state) — must be served."""
+        masks = importlib.import_module("secagg.masks")
+        ring = secagg.Ring(16)
+        unpickled = pickle.loads(pickle.dumps(ring.zeros(4)))  # our own bytes
+        return (
+            (
+                "add_masks(an unpickled accumulator)",
+                partial(masks.add_masks, unpickled, ring, add=(bytes(16),)),
+            ),
+        )
 
     def expand(self, seed: bytes, bits: int, dimension: int, session: bytes) -> NDArray[np.uint64]:
         # The path a client runs (add_masks into its vector), not the expand_mask helper.
