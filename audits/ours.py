@@ -909,6 +909,34 @@ class _SecureAverageDropout:
         assert result.quantization_step is not None and result.event is not None
         return result
 
+    @staticmethod
+    def noise_level(seed: int) -> str | None:
+        """In a session of noisy averages, each sum's noise is planned for the clients still in
+        the session: after client 3 of 8 drops before its masked input in sum 1, the session's
+        members are the other 7, and sum 2 — nobody dropping — is planned for and released by
+        those 7 (no privacy shortfall), on the secure path and the plain one. ``None``: so."""
+        n = 8
+        rows = np.full((n, 2), 0.1)
+        settings = secure_average.AverageSettings(
+            clip=1.0, bits=32, noise=secure_average.DiscreteGaussianNoise(rho=1.0)
+        )
+        left = tuple(u for u in range(n) if u != 3)
+        for secure in (True, False):
+            where = f"a session of noisy averages (secure={secure}), client 3 gone in sum 1"
+            session = secure_average.SecureAverageSession(
+                n, sums=2, settings=settings, seed=seed, secure=secure
+            )
+            session.average(rows, np.ones(n), weight_cap=1.0, dropouts={"masked_input": [3]})
+            if tuple(session.members) != left:
+                return f"{where}: members after sum 1 are {tuple(session.members)}, not {left}"
+            second = session.average(rows, np.ones(n), weight_cap=1.0, iterate=b"sum 2")
+            if tuple(second.survivors) != left or second.privacy_shortfall:
+                return (
+                    f"{where}: sum 2 summed {tuple(second.survivors)} with noise planned for "
+                    f"more (privacy shortfall: {second.privacy_shortfall})"
+                )
+        return None
+
     def noise(self, dropped: Sequence[int], seed: int) -> tuple[NDArray[np.float64], float]:
         result = self._run(dropped, seed, False)
         noise = result.average * result.weight_sum / result.quantization_step  # inputs are 0

@@ -1795,7 +1795,8 @@ def audit_dropout_noise(
     released on random dropped sets through both paths (deterministic checks,
     :func:`_release_path_checks`; ``details["release_paths"]``). An aggregate's optional
     ``noise_level(seed)`` checks its stated noise level (ours: the DP quantile's count scale
-    keeps the noise at the central-DP level).
+    keeps the noise at the central-DP level; a session of noisy averages plans each sum's
+    noise for the clients still in the session).
 
     Examples
     --------
