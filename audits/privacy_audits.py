@@ -772,8 +772,9 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
     CKS20's conversion at its best order (:func:`cks20_epsilon`): a search that settles on a
     worse order is valid but looser than claimed. An accountant that states the order
     (``zcdp_optimal_order(ρ, rounds, δ)``) must state one (α > 1) at which that conversion gives
-    its claimed ε (to 10⁻⁹). A planner's ρ for a target (``rho_for_epsilon``) must be the inverse
-    of this ε(ρ) to 10⁻⁹ (:func:`_inverse_problems`)."""
+    its claimed ε (to 10⁻⁹). Events of ρ = 0 must be claimed 0-DP (ε = 0 at every δ). A
+    planner's ρ for a target (``rho_for_epsilon``) must be the inverse of this ε(ρ) to 10⁻⁹
+    (:func:`_inverse_problems`)."""
     claim = getattr(accountant, "zcdp_epsilon", None)
     if claim is None:
         return []
@@ -810,6 +811,11 @@ def _zcdp_checks(accountant: Any, tier: Tier, findings: list[str]) -> list[dict[
         for rho, rounds, delta in _ORDER_EDGE_CELLS:
             claimed = float(claim(rho, rounds, delta))
             _order_check(order_of, rho, rounds, delta, claimed=claimed, findings=findings)
+    # ρ = 0 (releases that leak nothing, e.g. of zero sensitivity) is 0-DP: ε = 0 at every δ.
+    for rounds, delta in itertools.product((1, 100), (1e-5, 1e-10, 1e-300)):
+        nothing = float(claim(0.0, rounds, delta))
+        if nothing != 0.0:
+            findings.append(f"zCDP ρ=0 T={rounds} δ={delta:g}: claimed ε {nothing!r}, not 0")
     inverse = getattr(accountant, "rho_for_epsilon", None)
     if inverse is not None:
         findings.extend(_inverse_problems(claim, inverse))

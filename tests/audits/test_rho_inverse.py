@@ -36,3 +36,26 @@ def _refuse_small(epsilon: float, delta: float) -> float:
 def test_a_wrong_planner_is_caught(planner: Callable[[float, float], float], words: str) -> None:
     problems = _inverse_problems(_ACCOUNTANT.zcdp_epsilon, planner)
     assert problems and words in problems[0], problems
+
+
+def test_an_accountant_charging_for_nothing_is_caught() -> None:
+    # Held-out 13's survivor `self._linear_rho == -1`: the zero-history shortcut never fired,
+    # and the order search stated ε ≈ 1.3·10⁻⁹ at δ = 10⁻¹⁰ for events that leak nothing.
+    from audits.privacy_audits import _zcdp_checks  # noqa: PLC0415
+
+    class Charging:
+        def zcdp_epsilon(self, rho: float, rounds: int, delta: float) -> float:
+            value = float(_ACCOUNTANT.zcdp_epsilon(rho, rounds, delta))
+            return value if rho > 0 or delta > 1e-6 else 1.3e-9
+
+    findings: list[str] = []
+    _zcdp_checks(Charging(), "fast", findings)
+    assert any("ρ=0" in f and "not 0" in f for f in findings), findings
+
+
+def test_ours_states_nothing_for_nothing() -> None:
+    from audits.privacy_audits import _zcdp_checks  # noqa: PLC0415
+
+    findings: list[str] = []
+    _zcdp_checks(_ACCOUNTANT, "fast", findings)
+    assert findings == []
