@@ -300,18 +300,19 @@ def _retransmission_checks(sans_io: SansIOSecureSum, seed: int) -> tuple[int, li
     open: the same object again (an in-process retry) and an equal copy (a network
     retransmission, decoded anew). A retransmission is no fault: each round must complete with
     the exact total of all clients, and the server must refuse no copy. Both threat models the
-    target runs; complete and SecAgg+ graphs."""
+    target runs; complete and SecAgg+ graphs, vectors of 3 and of 300 entries (a length beyond
+    CPython's small-integer cache: one compared by identity differs there)."""
     findings: list[str] = []
     rounds = 0
     for threat_model in sans_io.threat_models:
-        for n, degree, threshold in ((5, None, 3), (7, 4, 3)):
+        for n, degree, threshold, dimension in ((5, None, 3, 3), (7, 4, 3, 300)):
             rounds += 1
             clients, server, inputs, pool = sans_io.setup(
                 n=n,
                 degree=degree,
                 threshold=threshold,
                 bits=16,
-                dimension=3,
+                dimension=dimension,
                 seed=seed + rounds,
                 threat_model=threat_model,
             )
