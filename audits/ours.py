@@ -1907,7 +1907,7 @@ class _OurShamir:
         they would become a different key), share arrays of the wrong shape or outside Z_p."""
         shamir = secagg.shamir
         bits = shamir.sub_secret_bits(shamir.DEFAULT_PRIME)
-        chunks = len(shamir.split_secret(bytes(self.secret_bytes)))
+        chunks = -(-8 * self.secret_bytes // bits)  # the documented count (audit 8 checks it)
         zeros = [0] * (chunks - 1)
         top = 1 << (8 * self.secret_bytes - bits * (chunks - 1))  # first bit past the secret
         prime, join, interpolate = shamir.DEFAULT_PRIME, shamir.join_secret, shamir.reconstruct

@@ -961,7 +961,8 @@ _SPLIT_PRIMES = (5, 13, 251, 65_521, 2**30 - 35, 2**31 - 1)
 def _shamir_split_join(sharing: Any) -> tuple[int, list[str]]:
     """With ``split_join(secret, prime)``: a secret cut into sub-secrets for each prime of
     :data:`_SPLIT_PRIMES` has every piece in [0, prime) and joins back to itself (an all-ones
-    secret, and a patterned one, of 32 bytes)."""
+    secret, and a patterned one, of 32 bytes), in no more pieces than ⌈8·32/⌊log₂ p⌋⌉ (each
+    piece can carry ⌊log₂ p⌋ bits; every extra piece is one more share per neighbour)."""
     split_join = getattr(sharing, "split_join", None)
     if split_join is None:
         return 0, []
@@ -969,8 +970,14 @@ def _shamir_split_join(sharing: Any) -> tuple[int, list[str]]:
     secrets = (b"\xff" * 32, bytes(range(1, 33)))
     for prime, secret in itertools.product(_SPLIT_PRIMES, secrets):
         pieces, joined = split_join(secret, prime)
+        fewest = -(-8 * len(secret) // (prime.bit_length() - 1))
         if any(not 0 <= piece < prime for piece in pieces):
             findings.append(f"Shamir: split_secret for p = {prime} gives pieces outside [0, p)")
+        elif len(pieces) > fewest:
+            findings.append(
+                f"Shamir: split_secret for p = {prime} cuts {len(secret)} bytes into "
+                f"{len(pieces)} pieces; {fewest} of ⌊log₂ p⌋ bits hold them"
+            )
         elif joined != secret:
             findings.append(f"Shamir: split and joined for p = {prime}, the secret changed")
     return len(_SPLIT_PRIMES) * len(secrets), findings
