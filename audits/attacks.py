@@ -901,6 +901,31 @@ def _lagrange_at_zero(xs: Sequence[int], x: int, prime: int = 2**31 - 1) -> int:
     return weight
 
 
+def _outcome_of_runs(
+    attack: str,
+    threat_model: str,
+    neighbors: int | None,
+    runs: Sequence[tuple[int, AdversarialRound, bool]],
+) -> AttackOutcome:
+    """One outcome for several runs of a client attack, each (culprit, round, correct): shown
+    through the first run whose total is wrong, else the first whose culprit went unnamed, else
+    the first; correct only if every run is."""
+    named = [bad in {f.peer_id for f in g.server.faults} for bad, g, _ in runs]
+    shown = next(
+        (i for i, (_, _, correct) in enumerate(runs) if not correct),
+        next((i for i, ok in enumerate(named) if not ok), 0),
+    )
+    bad, game, _ = runs[shown]
+    return _client_outcome(
+        attack,
+        threat_model,
+        neighbors,
+        game,
+        all(correct for _, _, correct in runs),
+        culprits=(bad,),
+    )
+
+
 def _shifted(blob: bytes, shift: int, prime: int = 2**31 - 1) -> bytes:
     """A share blob (little-endian u32 sub-shares) with its first sub-share moved by ``shift``."""
     words = np.frombuffer(blob, dtype="<u4").astype(np.int64)
@@ -964,20 +989,7 @@ def _well_formed_wrong_share(
         # Client 5 sent its masked input (it must be summed); client 6 never did.
         honest = [u for u in game.clients if u not in (bad, 6)]
         runs.append((bad, game, _correct(game, honest)))
-    named = [bad in {f.peer_id for f in g.server.faults} for bad, g, _ in runs]
-    shown = next(
-        (i for i, (_, _, correct) in enumerate(runs) if not correct),
-        next((i for i, ok in enumerate(named) if not ok), 0),
-    )
-    bad, game, _ = runs[shown]
-    return _client_outcome(
-        "well-formed-wrong-share",
-        threat_model,
-        neighbors,
-        game,
-        all(correct for _, _, correct in runs),
-        culprits=(bad,),
-    )
+    return _outcome_of_runs("well-formed-wrong-share", threat_model, neighbors, runs)
 
 
 def _wrong_pairwise_key(threat_model: str, neighbors: int | None, seed: int) -> AttackOutcome:
@@ -1017,20 +1029,7 @@ def _wrong_pairwise_key(threat_model: str, neighbors: int | None, seed: int) -> 
             outgoing = game.step(outgoing)
         honest = [u for u in game.clients if u not in (bad, 6)]
         runs.append((bad, game, _correct(game, honest)))
-    named = [bad in {f.peer_id for f in g.server.faults} for bad, g, _ in runs]
-    shown = next(
-        (i for i, (_, _, correct) in enumerate(runs) if not correct),
-        next((i for i, ok in enumerate(named) if not ok), 0),
-    )
-    bad, game, _ = runs[shown]
-    return _client_outcome(
-        "wrong-pairwise-key",
-        threat_model,
-        neighbors,
-        game,
-        all(correct for _, _, correct in runs),
-        culprits=(bad,),
-    )
+    return _outcome_of_runs("wrong-pairwise-key", threat_model, neighbors, runs)
 
 
 def _one_garbage_share_of_t_plus_one(

@@ -334,6 +334,8 @@ _STATED = {
     ("mutation_sweep_2026-12-07-heldout11.json", "heldout11-final-audits.json"): (115, 158, 163),
     ("mutation_sweep_2026-12-07-heldout12.json", None): (121, 197, 218),
     ("mutation_sweep_2026-12-07-heldout12.json", "heldout12-final-audits.json"): (132, 208, 218),
+    ("mutation_sweep_2026-12-07-heldout13.json", None): (170, 250, 272),
+    ("mutation_sweep_2026-12-07-heldout13.json", "heldout13-final-audits.json"): (180, 260, 272),
 }
 
 
