@@ -22,7 +22,7 @@ def test_ours_refuses_every_listed_parameter() -> None:
     assert refusal_findings(target.graph_parameters()) == (33, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (13, [])
-    assert refusal_findings(target.mask_prg()) == (6, [])
+    assert refusal_findings(target.mask_prg()) == (10, [])
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -338,7 +338,7 @@ def test_mask_keys_of_other_lengths_and_mixed_relations_in_one_event_are_caught(
         short = [k for k in (*add, *subtract) if len(k) < 16]
         if short:
             raise ValueError(f"mask keys are 16 bytes; got {len(short[0])}")
-        return None
+        return real_add(accumulator, ring)  # its accumulator checks, no key used
 
     monkeypatch.setattr(masks, "add_masks", any_long_key)
     _, findings = refusal_findings(OurTarget().mask_prg())
