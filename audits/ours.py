@@ -917,8 +917,9 @@ class _SecureAverageDropout:
         those 7 (no privacy shortfall), on the secure path and the plain one. ``None``: so."""
         n = 8
         rows = np.full((n, 2), 0.1)
+        # ρ = 16 keeps the noisy weight sum many noise sds from 0 (it divides the total).
         settings = secure_average.AverageSettings(
-            clip=1.0, bits=32, noise=secure_average.DiscreteGaussianNoise(rho=1.0)
+            clip=1.0, bits=32, noise=secure_average.DiscreteGaussianNoise(rho=16.0)
         )
         left = tuple(u for u in range(n) if u != 3)
         for secure in (True, False):
@@ -926,10 +927,14 @@ class _SecureAverageDropout:
             session = secure_average.SecureAverageSession(
                 n, sums=2, settings=settings, seed=seed, secure=secure
             )
-            session.average(rows, np.ones(n), weight_cap=1.0, dropouts={"masked_input": [3]})
+            session.average(
+                rows, np.ones(n), weight_cap=1.0, seed=seed, dropouts={"masked_input": [3]}
+            )
             if tuple(session.members) != left:
                 return f"{where}: members after sum 1 are {tuple(session.members)}, not {left}"
-            second = session.average(rows, np.ones(n), weight_cap=1.0, iterate=b"sum 2")
+            second = session.average(
+                rows, np.ones(n), weight_cap=1.0, seed=seed + 1, iterate=b"sum 2"
+            )
             if tuple(second.survivors) != left or second.privacy_shortfall:
                 return (
                     f"{where}: sum 2 summed {tuple(second.survivors)} with noise planned for "
