@@ -446,6 +446,50 @@ def _statement_line(source: str, line: int) -> int:
     return innermost.lineno
 
 
+def runs_at_import(source: str, line: int) -> bool:
+    """Whether ``line`` runs when its module is imported: outside every function body (module
+    and class bodies, decorators, defaults and signatures run at import; a body runs only when
+    called).
+
+    Examples
+    --------
+    >>> code = "LIMIT = 2 ** 62\\ndef f(a=1):\\n    return a\\nclass C:\\n    X = f()\\n"
+    >>> [runs_at_import(code, n) for n in range(1, 6)]
+    [True, True, False, True, True]
+    """
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            first = body[0].lineno
+            last = max((b.end_lineno or b.lineno) for b in body)
+            if first <= line <= last:
+                return False
+    return True
+
+
+# Every target module is imported when the audit suite starts (``audits.cli``), before any
+# audit's time budget: a mutant that hangs there would hold the sweep for its whole per-mutant
+# timeout. A statement that runs at import is first imported alone, for at most this long
+# (the pristine import takes ≈ 2 s here); a hang is the same "crashed" the suite would give.
+_IMPORT_TIMEOUT = 60.0
+
+
+def _import_hangs(tree: Path, timeout: float) -> bool:
+    """Whether importing the audit suite from ``tree`` outlasts ``timeout`` seconds."""
+    try:
+        subprocess.run(
+            [sys.executable, "-c", "import audits.cli"],
+            cwd=tree,
+            env=_environment(tree),
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
 class _DropAnnotations(ast.NodeTransformer):
     """Remove every annotation (never evaluated under ``from __future__ import annotations``)."""
 
@@ -641,6 +685,16 @@ def _run_one(
                 changed,
                 time.perf_counter() - start,
                 "no audit executes this line",
+            )
+        limit = min(_IMPORT_TIMEOUT, timeout)
+        if runs_at_import(pristine.decode(), mutation.line) and _import_hangs(tree, limit):
+            return MutantRun(
+                mutation,
+                "crashed",
+                (),
+                changed,
+                time.perf_counter() - start,
+                f"timeout: importing the suite takes over {limit:g} s",
             )
         out = tree / "mutant-run"
         try:

@@ -1864,5 +1864,9 @@ def rho_for_epsilon(epsilon: float, delta: float) -> float:
             break
         low, high = (middle, high) if converted(middle) <= epsilon else (low, middle)
     if low == 0.0:
-        raise ValueError(f"no ρ > 0 gives ε ≤ {epsilon:g} at δ = {delta:g}")
+        raise ValueError(
+            f"no ρ > 0 gives ε ≤ {epsilon:g} at δ = {delta:g} under the accountant's "
+            f"conversion: its Rényi orders stop at α = 1 + 1e9, which keeps ε above about "
+            f"log(1/δ)/1e9 = {math.log(1.0 / delta) / math.exp(_LOG_ORDER_MAX):.2g}"
+        )
     return low
