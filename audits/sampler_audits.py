@@ -295,6 +295,15 @@ _INT64_EDGE_LAPLACE_SCALE = Fraction(2**62 - 1, 2**22 + 1)
 documented ceiling of 2^62: U + t·V passes 2^63 at V = 2, beyond int64 — reachable only by a
 Fraction (a float's numerator stays below 2^53). Audit 1 holds its draws to the law's bands."""
 _EDGE_DRAWS = 3000
+_INT64_GUARD_SIGMA = 20_000.0
+"""σ with σ² = 4·10⁸ exactly (b = 1), drawn in batches of :data:`_GUARD_BATCH` as a client draws
+its noise vector: an exact sampler's acceptance test squares |Y|·t·b − σ² (CKS20 Alg. 3), and
+in such batches the candidates' |Y|·t + σ² straddle 2^31, where ours leaves int64 for big
+integers (a square of 2^31.5 or more passes 2^63). One call of 2·10⁵ draws never does: its
+largest candidate alone goes past. Audit 1 holds the draws beyond 7σ to the law."""
+_GUARD_BATCH = 200
+_GUARD_CALLS = 500
+_GUARD_MULTIPLE = 7
 
 
 def _laplace_band_test(samples: NDArray[np.int64], scale: Fraction) -> dict[str, Any]:
@@ -372,6 +381,28 @@ def _laplace_tests(samples: NDArray[np.int64], scale: float) -> dict[str, Any]:
     }
 
 
+def _guard_tail_cell(sampler: SamplerUnderTest, seed: int) -> dict[str, Any]:
+    """Draws beyond 7σ at :data:`_INT64_GUARD_SIGMA`, drawn in batches, against the law: the
+    exact binomial p-value of at least that many (N_ℤ(0, σ²) puts ≈ 2.6·10⁻¹² there, so two
+    draws in 10⁵ are already far below any α/m)."""
+    draw = sampler.prepare(_INT64_GUARD_SIGMA)
+    values = np.concatenate(
+        [np.asarray(draw(_GUARD_BATCH, seed + 7919 * i)) for i in range(_GUARD_CALLS)]
+    ).astype(np.int64)
+    edge = int(_GUARD_MULTIPLE * _INT64_GUARD_SIGMA)
+    beyond = int(np.count_nonzero(np.abs(values) > edge))
+    mass = DiscreteGaussianLaw(_INT64_GUARD_SIGMA).outside(edge)
+    return {
+        "sampler": sampler.name,
+        "sigma": _INT64_GUARD_SIGMA,
+        "batch": _GUARD_BATCH,
+        "samples": int(values.size),
+        f"beyond_{_GUARD_MULTIPLE}_sigma": beyond,
+        "expected": values.size * mass,
+        "tail_p": float(stats.binom.sf(beyond - 1, values.size, mass)) if beyond else 1.0,
+    }
+
+
 def audit_sampler_fit(
     target: AuditTarget,
     *,
@@ -387,7 +418,9 @@ def audit_sampler_fit(
     beyond 4σ and beyond 5σ; and, when the target offers a discrete Laplace sampler
     (``discrete_laplace_sampler()``: scale → draw function), χ², variance and tail-mass tests of
     it at :data:`_LAPLACE_SCALES` against the pmf recomputed here, and a band χ² at
-    :data:`_INT64_EDGE_LAPLACE_SCALE` (numerator 2^62 − 1); every p-value is compared
+    :data:`_INT64_EDGE_LAPLACE_SCALE` (numerator 2^62 − 1); an exact binomial test of the draws
+    beyond 7σ at :data:`_INT64_GUARD_SIGMA`, drawn in batches of 200 as a client's noise vector
+    is (where an exact sampler's int64 products meet their guard); every p-value is compared
     with α/m (Bonferroni over all m tests, family-wise α = 1e-6).
 
     Parameters
@@ -422,6 +455,7 @@ def audit_sampler_fit(
     scales = _LAPLACE_SCALES if laplace is not None and sigmas is None else ()
     tests = len(_FIT_TESTS) * len(samplers) * len(grid) + len(_LAPLACE_TESTS) * len(scales)
     tests += 1 if scales else 0  # the band χ² at the int64 edge scale
+    tests += len(samplers) if sigmas is None else 0  # the tail at the int64 guard σ
     per_test = FAMILY_ALPHA / tests
     cells: list[dict[str, Any]] = []
     findings: list[str] = []
@@ -491,6 +525,20 @@ def audit_sampler_fit(
             smallest=smallest,
             findings=findings,
         )
+    guard_cells: list[dict[str, Any]] = []
+    for index, sampler in enumerate(samplers if sigmas is None else ()):
+        guard_cells.append(_guard_tail_cell(sampler, seed * 1000 + 50 * index + 700))
+        total += guard_cells[-1]["samples"]
+        smallest = _check_p_values(
+            guard_cells[-1],
+            ("tail",),
+            f"{sampler.name} σ={_INT64_GUARD_SIGMA:g} in batches of {_GUARD_BATCH}: "
+            f"{guard_cells[-1][f'beyond_{_GUARD_MULTIPLE}_sigma']} draws beyond "
+            f"{_GUARD_MULTIPLE}σ (expected {guard_cells[-1]['expected']:.2g})",
+            per_test=per_test,
+            smallest=smallest,
+            findings=findings,
+        )
     # What this run would have caught: the variance test's σ shortfall at 95 % power, worst cell.
     worst = max(sigma_shortfall(c["sigma"], c["samples"], per_test) for c in cells)
     laplace_worst = max(
@@ -527,6 +575,7 @@ def audit_sampler_fit(
             "discrete_laplace_cells": laplace_cells or "n/a: none offered, or σ overridden",
             "laplace_scale_shortfall_detected": laplace_worst,
             "discrete_laplace_int64_edge": edge_cell,
+            "int64_guard_tail": guard_cells or "n/a: σ overridden",
         },
         seconds=time.perf_counter() - start,
         power=f"σ shortfall ≥ {100 * worst:.1f} % at every σ and sampler (variance z); a tail "

@@ -705,10 +705,10 @@ class Client:
             )
         ids = tuple(message.ids_array().tolist())
         threshold = self.config.threshold
-        if len(ids) < threshold + 1:
+        if len(ids) < self.config.min_clients:
             raise TooFewSurvivorsError(
                 f"the key directory lists {len(ids)} clients; threshold t={threshold} needs "
-                f"at least {threshold + 1}"
+                f"at least {self.config.min_clients}"
             )
         if self.config.malicious:
             self._check_directory(message, ids)

@@ -204,6 +204,21 @@ class SecAggConfig:
         """The phases this round runs."""
         return Phase.of(ThreatModel(self.threat_model))
 
+    @property
+    def min_clients(self) -> int:
+        """The fewest clients a sum can go on with: t + 1 (each client's shares are held by
+        t neighbours, so a sum needs a client and t others).
+
+        Every phase's "too few" check reads it (the server's, the client's), so the refusal and
+        the number its message states cannot drift apart.
+
+        Examples
+        --------
+        >>> SecAggConfig(dimension=1, threshold=3, round_nonce=bytes(16)).min_clients
+        4
+        """
+        return self.threshold + 1
+
     def consistency_quorum(self, num_advertised: int) -> int:
         """Valid consistency signatures a client needs before it unmasks (malicious mode).
 

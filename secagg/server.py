@@ -224,10 +224,10 @@ class Server:
             raise ValueError("client ids must be distinct")
         if any(not 1 <= u <= MAX_ID for u in ids):
             raise ValueError(f"client ids must lie in [1, {MAX_ID}]")
-        if len(ids) < config.threshold + 1:
+        if len(ids) < config.min_clients:
             raise ValueError(
                 f"{len(ids)} clients cannot meet threshold t={config.threshold}: each client "
-                "needs at least t neighbours, so at least t + 1 clients"
+                f"needs at least t neighbours, so at least t + 1 = {config.min_clients} clients"
             )
         if config.malicious:
             if not isinstance(trust_store, TrustStore):
@@ -756,11 +756,11 @@ class Server:
         return []
 
     def _close_keys(self) -> list[Message]:
-        t = self.config.threshold
-        if len(self._keys) < t + 1:
+        t, need = self.config.threshold, self.config.min_clients
+        if len(self._keys) < need:
             raise TooFewSurvivorsError(
                 f"only {len(self._keys)} clients advertised keys; threshold t={t} needs at "
-                f"least {t + 1}"
+                f"least {need}"
             )
         signed = self.config.malicious
         if signed and self.config.consistency_quorum(len(self._keys)) > len(self._keys):
@@ -781,14 +781,14 @@ class Server:
         ]
 
     def _close_shares(self) -> list[Message]:
-        t = self.config.threshold
+        t, need = self.config.threshold, self.config.min_clients
         # Peel clients left with fewer than t sharing neighbours: their secrets could never be
         # recovered, so they must not enter the sum (iterate: removals cascade).
         shared = self._peel(set(self._share_messages))
-        if len(shared) < t + 1:
+        if len(shared) < need:
             raise TooFewSurvivorsError(
                 f"only {len(shared)} clients shared keys with ≥ t={t} sharing neighbours; "
-                f"need at least {t + 1}"
+                f"need at least {need}"
             )
         self._shared = frozenset(shared)
         self._seed_commitments = {u: self._share_messages[u].seed_commitment for u in shared}
@@ -850,19 +850,20 @@ class Server:
         r = self._iteration + 1
         if r > self.config.iterations:
             raise LocalProtocolError(f"the session has run all its {self.config.iterations} sums")
-        t = self.config.threshold
+        t, need = self.config.threshold, self.config.min_clients
         candidates = set(self._next_members) - self._excluded
         members = self._peel(set(candidates))
-        if len(members) < t + 1:
+        if len(members) < need:
+            left = candidates - members
             peeled = (
-                f" ({len(candidates) - len(members)} of the {len(candidates)} that completed "
-                f"sum {r - 1} keep fewer than t={t} neighbours among them)"
-                if len(members) < len(candidates)
+                f" ({len(left)} of the {len(candidates)} that completed sum {r - 1} keep "
+                f"fewer than t={t} neighbours among them)"
+                if left
                 else ""
             )
             raise TooFewSurvivorsError(
                 f"only {len(members)} clients remain in the session for sum {r}{peeled}; "
-                f"threshold t={t} needs at least {t + 1}"
+                f"threshold t={t} needs at least {need}"
             )
         if self.config.malicious:
             quorum = self.config.consistency_quorum(len(self._keys))

@@ -334,12 +334,18 @@ def _divide(numerator: list[int], denominator: list[int], prime: int) -> list[in
     return quotient
 
 
+def _correctable(shares: int, threshold: int) -> int:
+    """Wrong shares Berlekamp–Welch corrects among ``shares`` of a degree < ``threshold``
+    polynomial: ⌊(m − t)/2⌋ (the decoder's count and what its refusal states)."""
+    return (shares - threshold) // 2
+
+
 def _decode_column(
     xs: tuple[int, ...], ys: list[int], threshold: int, prime: int
 ) -> tuple[int, set[int]] | None:
     """Berlekamp–Welch for one sub-secret: (f(0), indices of wrong shares) or None."""
     m = len(xs)
-    errors = (m - threshold) // 2
+    errors = _correctable(m, threshold)
     if errors == 0:
         coefficients = None
     else:
@@ -464,7 +470,7 @@ def robust_reconstruct(
         decoded = _decode_column(xs, values[:, column].tolist(), threshold, prime)
         if decoded is None:
             raise ValueError(
-                f"more than {(len(xs) - threshold) // 2} of {len(xs)} shares are wrong: "
+                f"more than {_correctable(len(xs), threshold)} of {len(xs)} shares are wrong: "
                 "cannot decode"
             )
         secrets[column], bad = decoded

@@ -71,7 +71,12 @@ def test_a_sampler_wrapping_past_int64_at_a_large_numerator_fails() -> None:
 
 
 def test_the_band_test_holds_ours_at_the_int64_edge() -> None:
-    cell = audit_sampler_fit(OurTarget()).details["discrete_laplace_int64_edge"]
+    details = audit_sampler_fit(OurTarget()).details
+    cell = details["discrete_laplace_int64_edge"]
+    # The same run holds every sampler at the Gaussian int64 guard (test_int64_guard.py).
+    guard = details["int64_guard_tail"]
+    assert [c["sampler"] for c in guard] == [s.name for s in OurTarget().samplers()]
+    assert all(c["beyond_7_sigma"] == 0 and c["samples"] == 100_000 for c in guard)
     assert cell["scale"] == f"{_INT64_EDGE_LAPLACE_SCALE.numerator}/{2**22 + 1}"
     assert cell["samples"] == 3000 and cell["band_chi2_p"] > 1e-6
     # A law a fifth narrower is caught by the band test alone.
