@@ -501,6 +501,7 @@ class _OurAccountant:
 
         exact = dpquantile.ExactDiscreteGaussian
         tv_event = events.DiscreteGaussian(2.0, 1.0, sampler_tv_bound=1e-12)
+        kls21 = events.kls21_sensitivities
 
         cases: list[tuple[str, Callable[[], Any]]] = []
         cases += [(f"ZCDP(rho={r})", partial(events.ZCDP, r)) for r in (-1.0, nan, inf)]
@@ -573,6 +574,11 @@ class _OurAccountant:
             ("PrivacyBudget(epsilon=0)", lambda: events.PrivacyBudget(0.0, 1e-5)),
             ("PrivacyBudget(delta=1)", lambda: events.PrivacyBudget(1.0, 1.0)),
             ("DiscreteGaussian(dimension=0)", gaussian(dimension=0)),
+            # The sensitivities the noise is calibrated to (KLS21): every argument in range.
+            ("kls21_sensitivities(dimension=0)", partial(kls21, 1.0, 0.01, 0, beta=None)),
+            ("kls21_sensitivities(l2_clip=0)", partial(kls21, 0.0, 0.01, 4, beta=None)),
+            ("kls21_sensitivities(granularity=0)", partial(kls21, 1.0, 0.0, 4, beta=None)),
+            ("kls21_sensitivities(beta=1)", partial(kls21, 1.0, 0.01, 4, beta=1.0)),
             # ρ cannot carry a sampler TV: a ρ budget must refuse such an event, not drop the TV.
             (
                 "PrivacyBudget(rho=1).spend(an event with sampler TV)",
@@ -586,6 +592,12 @@ class _OurAccountant:
             (
                 "FastDiscreteGaussian(sigma=1.01·2^25)",
                 partial(dpquantile.FastDiscreteGaussian, 1.01 * 2.0**25),
+            ),
+            # The discrete Laplace sampler's documented numerator ceiling, below 2^62 (its U + t·V
+            # must fit int64 on the 64-bit path), at a scale under the σ ceiling 2^40.
+            (
+                "ExactDiscreteLaplace(scale=2^62/(2^22 + 1))",
+                partial(dpquantile.ExactDiscreteLaplace, Fraction(2**62, 2**22 + 1)),
             ),
         ]
         # Typed: a ring wider than the secure sum's 64 bits is a HeadroomError naming the bits
@@ -648,6 +660,10 @@ class _OurAccountant:
         return (
             ("ExactDiscreteGaussian(sigma=2^40)", partial(dpquantile.ExactDiscreteGaussian, 2**40)),
             ("FastDiscreteGaussian(sigma=2^25)", partial(dpquantile.FastDiscreteGaussian, 2**25)),
+            (
+                "ExactDiscreteLaplace(scale=(2^62 − 1)/(2^22 + 1))",
+                partial(dpquantile.ExactDiscreteLaplace, Fraction(2**62 - 1, 2**22 + 1)),
+            ),
             (
                 "dp_quantile(min_survivors=1)",
                 lambda: dpquantile.dp_quantile(

@@ -986,14 +986,16 @@ def _shamir_split_join(sharing: Any) -> tuple[int, list[str]]:
 def _shamir_sampled_secrecy(
     sharing: SecretSharingUnderTest, seed: int, alpha: float
 ) -> tuple[int, list[str], dict[str, float]]:
-    """The real sharing over Z_7 (t = 3): any 2 holders see a uniform pair, whatever the secret.
+    """The real sharing over Z_7 (t = 3): any 2 holders see a uniform pair, whatever the secret;
+    and over Z_257, where a rejection sampler of coefficients often has to draw again, one
+    holder's shares are uniform.
 
     This checks what the exhaustive test cannot: that the coefficients are drawn uniformly.
     """
     prime, threshold, points = 7, 3, (1, 2, 3, 5)
     copies = 40 * prime * prime
     holder_sets = ((0, 1), (2, 3))
-    tests = prime * len(holder_sets)
+    tests = prime * len(holder_sets) + 1  # and the refill cell below
     findings: list[str] = []
     p_values: dict[str, float] = {}
     for secret in range(prime):
@@ -1017,7 +1019,37 @@ def _shamir_sampled_secrecy(
                     f"Shamir over Z_{prime}, t={threshold}: holders {first},{second} see a "
                     f"non-uniform pair for secret {secret} (χ² p = {p:.2g})"
                 )
+    # Z_257 keeps only 257 of every 512 draws of 9 bits: a rejection sampler drawing twice the
+    # coefficients it needs (plus slack) falls short in ≈ 30 % of these calls of 1000 and must
+    # draw again. At t = 2 a holder's share of the secret 0 is the one coefficient times its
+    # point: uniform, whichever path drew it.
+    field = _REFILL_PRIME
+    shares = []
+    for call in range(_REFILL_CALLS):
+        rows = sharing.share_in_field(
+            0, copies=1000, threshold=2, points=(1, 2), prime=field, seed=seed * 31 + 977 + call
+        )
+        if rows is None:
+            return tests - 1, findings, p_values
+        shares.append(np.asarray(rows, dtype=np.int64)[0])
+    pooled = np.concatenate(shares)
+    if pooled.min() < 0 or pooled.max() >= field:
+        findings.append(f"Shamir over Z_{field}, t=2: shares outside [0, {field})")
+        return tests, findings, p_values
+    p = float(stats.chisquare(np.bincount(pooled, minlength=field)).pvalue)
+    p_values[f"Z_{field} refills, holder 1"] = p
+    if p < alpha / tests:
+        findings.append(
+            f"Shamir over Z_{field}, t=2: a holder's shares are not uniform over "
+            f"{pooled.size} (calls of 1000 coefficients, which redraw often; χ² p = {p:.2g})"
+        )
     return tests, findings, p_values
+
+
+#: A prime just above a power of two (acceptance 257/512 for 9-bit draws) and the calls that
+#: :func:`_shamir_sampled_secrecy` shares at it: P[no call redraws] ≈ 0.7^40 ≈ 6·10⁻⁷.
+_REFILL_PRIME = 257
+_REFILL_CALLS = 40
 
 
 def _shamir_threshold(sharing: SecretSharingUnderTest, seed: int, trials: int) -> list[str]:
