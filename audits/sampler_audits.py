@@ -532,7 +532,7 @@ def audit_sampler_fit(
         smallest = _check_p_values(
             guard_cells[-1],
             ("tail",),
-            f"{sampler.name} σ={_INT64_GUARD_SIGMA:g} in batches of {_GUARD_BATCH}: "
+            f"{sampler.name} σ={_INT64_GUARD_SIGMA:g}: in batches of {_GUARD_BATCH}, "
             f"{guard_cells[-1][f'beyond_{_GUARD_MULTIPLE}_sigma']} draws beyond "
             f"{_GUARD_MULTIPLE}σ (expected {guard_cells[-1]['expected']:.2g})",
             per_test=per_test,
