@@ -1193,6 +1193,35 @@ def _long_history_check(accountant: Any, findings: list[str]) -> dict[str, Any]:
 _SMALL_EPSILONS = tuple(float(e) for e in np.geomspace(1e-3, 0.05, 12))
 
 
+#: δ far in the tail at which :func:`_far_tail_exactness` asks for ε: the documented range of δ
+#: is (0, 1), and there a convolution truncated short of its support loses the mass that decides.
+_FAR_DELTAS = (1e-30, 1e-100)
+
+
+def _far_tail_exactness(
+    accountant: Any,
+    curve: Callable[[float], float],
+    where: tuple[float, float, int],
+    findings: list[str],
+) -> int:
+    """Where an accountant states a composition's profile exactly, also far in the tail: at
+    each δ of :data:`_FAR_DELTAS` the claimed ε(δ) must be the exact one within 10⁻⁶ relative
+    (never below it by more than 10⁻⁹). The δ grid stops at 10⁻⁷ (10⁻⁹ deep), where the pmf's
+    mass beyond 10σ (≈ e⁻⁵⁰) is invisible; at δ = 10⁻¹⁰⁰ it decides ε. Returns the points
+    checked."""
+    sigma, sensitivity, rounds = where
+    for delta in _FAR_DELTAS:
+        exact = epsilon_from_delta_curve(curve, delta)
+        claimed = float(accountant.discrete_gaussian_epsilon(sigma, sensitivity, rounds, delta))
+        if not exact * (1 - 1e-9) - 1e-9 <= claimed <= exact * (1 + _EXACT_CLAIM_TOLERANCE) + 1e-8:
+            findings.append(
+                f"σ={sigma} Δ={sensitivity} T={rounds} δ={delta:g}: claimed ε {claimed:.9g} "
+                f"where the exact ε is {exact:.9g}, although the accountant states this "
+                "composition's profile exactly"
+            )
+    return len(_FAR_DELTAS)
+
+
 #: (σ, Δ) from the exact route's documented floor (σ = 10⁻³) to where ε(10⁻⁵) falls below
 #: 709: the privacy loss exceeds e^709 (σ ≪ Δ, all but no noise), past a float's exponent.
 _NEAR_NOISELESS = ((1e-3, 1.0), (0.01, 1.0), (0.01, 2.0), (0.03, 1.0), (0.03, 2.0))
@@ -1311,7 +1340,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
     lowest_ratio = math.inf
     # An accountant that says which compositions it states exactly is held to that, not to 1.15.
     says_exact = getattr(accountant, "discrete_gaussian_profile_is_exact", None)
-    small_exact = 0
+    small_exact = far_exact = 0
     for sigma in grid["sigma"]:
         for sensitivity in grid["sensitivity"]:
             for rounds in grid["rounds"]:
@@ -1360,6 +1389,9 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
                             )
                 if claims_exact:
                     small_exact += _small_epsilon_exactness(
+                        accountant, curve, (sigma, sensitivity, int(rounds)), findings
+                    )
+                    far_exact += _far_tail_exactness(
                         accountant, curve, (sigma, sensitivity, int(rounds)), findings
                     )
     tv_rows = _sampler_tv_checks(target, accountant, grid, findings)
@@ -1421,6 +1453,7 @@ def audit_accountant(target: AuditTarget, *, tier: Tier = "fast", seed: int = 0)
             "meaningful_tv_rows": meaningful_tv_rows,
             "delta_side_rows": delta_side_rows,
             "small_epsilon_exactness_points": small_exact,
+            "far_tail_exactness_points": far_exact,
             "long_history": long_history,
         },
         seconds=time.perf_counter() - start,
