@@ -694,6 +694,8 @@ def _round_checks(secure_sum: SecureSumUnderTest, seed: int, rounds: int) -> lis
 #: Sums in audit 7's long session: past 8, where the 32·T bytes of a T-sum session's seed
 #: commitments leave CPython's small-integer cache (an identity comparison held for T ≤ 8 only).
 _LONG_SESSION = 12
+#: Widths of audit 7's wide session: both past 256, the last small integer CPython caches.
+_WIDE_SUMS = (300, 257)
 
 
 def _session_checks(secure_sum: SecureSumUnderTest, seed: int, sessions: int) -> list[str]:
@@ -745,6 +747,21 @@ def _session_checks(secure_sum: SecureSumUnderTest, seed: int, sessions: int) ->
             "neighbors": neighbors,
             "seed": seed + 100 + s,
         }
+        findings += _session_problems(run_session, where, inputs, expected, settings)
+    # Widths past CPython's small-integer cache (≤ 256), as a model's parameter vectors are:
+    # a length compared by identity holds below it only. One member leaves before sum 2.
+    for threat_model in ("semi-honest", "malicious"):
+        inputs = [rng.integers(0, 2**16, size=(6, w), dtype=np.int64) for w in _WIDE_SUMS]
+        settings = {
+            "bits": 16,
+            "dropped": [[], [5]],
+            "threshold": 3,
+            "threat_model": threat_model,
+            "neighbors": None,
+            "seed": seed + 300,
+        }
+        where = f"session ({threat_model}, n=6, complete, widths {list(_WIDE_SUMS)})"
+        expected = [tuple(range(6)), tuple(range(5))]
         findings += _session_problems(run_session, where, inputs, expected, settings)
     # The member floor's edge: every member keeps exactly t neighbours (complete graph, t = 3)
     # — 4 clients throughout, or 5 of which one drops before sum 1's masked input.

@@ -97,6 +97,30 @@ def test_one_session_is_as_long_as_a_trainers_and_one_that_halts_past_eight_sums
     assert len(findings) == 1 and "session 1 (malicious" in findings[0], findings
 
 
+def test_a_client_comparing_a_later_sums_width_by_identity_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Held-out 14's survivor `self._input.size is not dimension`: true for every width past
+    # 256 (two equal ints that CPython does not cache are two objects), so a client refused
+    # every later sum of a model-sized vector.
+    from secagg import client as client_module  # noqa: PLC0415
+    from secagg.errors import LocalProtocolError  # noqa: PLC0415
+    from secagg.messages import IterationRequest  # noqa: PLC0415
+
+    key = (client_module.ClientState.AWAITING_ITERATION, IterationRequest)
+    real = client_module._TRANSITIONS[key]
+
+    def by_identity(self: Any, message: Any) -> Any:
+        width = message.dimension or self.config.dimension
+        if self._input is not None and self._input.size > 256 and self._input.size == width:
+            raise LocalProtocolError(f"input has {self._input.size} entries, not {width}")
+        return real(self, message)
+
+    monkeypatch.setitem(client_module._TRANSITIONS, key, by_identity)
+    findings = _session_checks(OurTarget().secure_sum(), 0, 4)
+    assert len(findings) == 2 and all("widths [300, 257]" in f for f in findings), findings
+
+
 def test_a_target_without_sessions_is_not_asked() -> None:
     class RoundsOnly:
         pass
