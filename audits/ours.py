@@ -2110,6 +2110,16 @@ class _OurGraph:
                 cases.append((label, edited, ValueError, f"n - 1 = 99; got {value}"))
             else:
                 cases.append((label, edited))
+        # The hypergeometric tail the bounds are built from, public: N ≥ 1, 0 ≤ K, m ≤ N.
+        tail = secagg.graph_parameters.log2_hypergeometric_tail
+        for label, call in (
+            ("population=0", partial(tail, 0, 0, 0, 1)),
+            ("successes=-1", partial(tail, 10, -1, 3, 1)),
+            ("successes > population", partial(tail, 10, 11, 3, 1)),
+            ("draws > population", partial(tail, 10, 3, 11, 1)),
+            ("at_least=1.0", partial(tail, 10, 3, 3, 1.0)),
+        ):
+            cases.append((f"log2_hypergeometric_tail({label})", call))
         return tuple(cases)
 
     def boundary_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
@@ -2124,7 +2134,12 @@ class _OurGraph:
         cases = [
             (f"secagg_plus_parameters({k}={v})", partial(pick, 100, **{k: v})) for k, v in ends
         ]
-        return (*cases, ("secagg_plus_parameters(num_clients=2)", partial(pick, 2)))
+        tail = secagg.graph_parameters.log2_hypergeometric_tail
+        return (
+            *cases,
+            ("secagg_plus_parameters(num_clients=2)", partial(pick, 2)),
+            ("log2_hypergeometric_tail(population=1)", partial(tail, 1, 1, 1, 1)),
+        )
 
     def parameters(
         self, num_clients: int, dropout_rate: float, corruption_rate: float
