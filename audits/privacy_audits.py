@@ -23,6 +23,7 @@ from audits.records import FAMILY_ALPHA, AuditResult, Tier, Verdict, check_tier,
 from audits.statistics import (
     composed_discrete_gaussian_delta,
     epsilon_from_delta_curve,
+    gaussian_delta,
     gaussian_epsilon,
     one_sided_z,
     threshold_epsilon_lower_bound,
@@ -892,6 +893,8 @@ def _rho_sum_checks(accountant: Any, findings: list[str]) -> int:
 
 #: (ε₀, ε) of :func:`_pure_line_checks`: ε below ε₀, where a pure ε₀-DP release needs δ > 0.
 _PURE_LINE_CELLS = tuple((e0, f * e0) for e0 in (0.5, 1.0, 3.0) for f in (0.0, 0.5, 0.9))
+#: (ρ, ε) at which the one line (0, ρ) — ρ-zCDP — is held to the Gaussian's exact δ(ε).
+_ZCDP_LINE_CELLS = tuple(itertools.product((0.05, 0.5, 2.0), (0.5, 1.0, 2.0, 4.0)))
 
 
 def _pure_line_checks(accountant: Any, findings: list[str]) -> int:
@@ -900,7 +903,10 @@ def _pure_line_checks(accountant: Any, findings: list[str]) -> int:
     exactly ε₀-DP: its δ(ε) = (e^ε₀ − e^ε)/(1 + e^ε₀) for ε < ε₀ (the hockey-stick divergence of
     Bernoulli(e^ε₀/(1 + e^ε₀)) against its mirror). A claimed δ below it is understated; so
     is a claimed ε (``renyi_line_epsilon(ξ, ρ, δ)``) below randomized response's at that δ,
-    log(e^ε₀ − δ(1 + e^ε₀)). Returns the cells checked."""
+    log(e^ε₀ − δ(1 + e^ε₀)). And the line (0, ρ), ρ-zCDP, covers the Gaussian mechanism with
+    Δ²/2σ² = ρ (D_α = ρα exactly, BS16 Prop. 1.6): its claimed δ(ε) may not fall below that
+    Gaussian's exact δ(ε) at μ = √(2ρ) (Balle & Wang 2018 Thm. 8) — the δ side of a zCDP
+    history, which the ε(δ) checks never ask for. Returns the cells checked."""
     delta_of = getattr(accountant, "renyi_line_delta", None)
     epsilon_of = getattr(accountant, "renyi_line_epsilon", None)
     if delta_of is None:
@@ -921,7 +927,15 @@ def _pure_line_checks(accountant: Any, findings: list[str]) -> int:
                 f"one Rényi line (ξ, ρ) = ({e0}, 0) at δ = {needed:.4g}: claimed ε {stated:.4g} "
                 f"< {epsilon:g}, randomized response's (privacy understated)"
             )
-    return len(_PURE_LINE_CELLS)
+    for rho, epsilon in _ZCDP_LINE_CELLS:
+        needed = gaussian_delta(epsilon, math.sqrt(2.0 * rho))
+        claimed = float(delta_of(0.0, rho, epsilon))
+        if not claimed >= needed * (1 - 1e-9):  # NaN fails too
+            findings.append(
+                f"one Rényi line (ξ, ρ) = (0, {rho}) at ε = {epsilon:g}: claimed δ {claimed:.4g} "
+                f"< {needed:.4g}, the Gaussian mechanism's (privacy understated)"
+            )
+    return len(_PURE_LINE_CELLS) + len(_ZCDP_LINE_CELLS)
 
 
 #: (ρ, T, δ) whose best CKS20 order lies near 1 (ρ ≫ ln 1/δ) or beyond 10⁹ (ρ ≪ 10⁻¹⁷):
