@@ -2111,15 +2111,15 @@ class _OurGraph:
             else:
                 cases.append((label, edited))
         # The hypergeometric tail the bounds are built from, public: N ≥ 1, 0 ≤ K, m ≤ N.
-        tail = secagg.graph_parameters.log2_hypergeometric_tail
-        for label, call in (
+        tail: Callable[..., float] = secagg.graph_parameters.log2_hypergeometric_tail
+        tail_cases: tuple[tuple[str, Callable[[], float]], ...] = (
             ("population=0", partial(tail, 0, 0, 0, 1)),
             ("successes=-1", partial(tail, 10, -1, 3, 1)),
             ("successes > population", partial(tail, 10, 11, 3, 1)),
             ("draws > population", partial(tail, 10, 3, 11, 1)),
             ("at_least=1.0", partial(tail, 10, 3, 3, 1.0)),
-        ):
-            cases.append((f"log2_hypergeometric_tail({label})", call))
+        )
+        cases += [(f"log2_hypergeometric_tail({label})", bad) for label, bad in tail_cases]
         return tuple(cases)
 
     def boundary_parameters(self) -> tuple[tuple[str, Callable[[], Any]], ...]:
