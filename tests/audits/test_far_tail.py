@@ -42,3 +42,21 @@ def test_a_convolution_truncated_at_ten_sigma_is_caught(monkeypatch: pytest.Monk
     findings: list[str] = []
     _checked(findings)
     assert any("δ=1e-100" in f and "claimed ε 31.5" in f for f in findings), findings
+
+
+def test_delta_past_the_profiles_support_is_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Held-out 14's survivor `index is not self.suffix.size` in _ComposedProfile._greater: past
+    # the support (ε = 1000) it indexed out of bounds instead of answering P[S > x] = 0.
+    from audits.privacy_audits import _ACCOUNTANT_GRID, _delta_side_checks  # noqa: PLC0415
+
+    findings: list[str] = []
+    rows = _delta_side_checks(OurTarget().accountant(), _ACCOUNTANT_GRID["fast"], findings)
+    assert findings == [] and any(r["epsilon"] == 1000.0 and r["claimed"] == 0.0 for r in rows)
+
+    def unbounded(self: accounting._ComposedProfile, threshold: float) -> float:
+        index = math.floor(threshold) + 1 - self.lowest
+        return 1.0 if index <= 0 else float(self.suffix[index])
+
+    monkeypatch.setattr(accounting._ComposedProfile, "_greater", unbounded)
+    _delta_side_checks(OurTarget().accountant(), _ACCOUNTANT_GRID["fast"], findings)
+    assert findings and all("ε=1000" in f and "raised IndexError" in f for f in findings)
