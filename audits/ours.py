@@ -50,6 +50,7 @@ from audits.targets import (
     SecureSumUnderTest,
 )
 from protocols.aggregation import encoding, secure_average
+from protocols.aggregation._quantization import plan_quantization
 
 __all__ = ["KNOWN_ANSWER_LABEL", "REFERENCE_RHO", "OurTarget"]
 
@@ -617,6 +618,15 @@ class _OurAccountant:
             (
                 "Certificate.epsilon = 0",
                 lambda: setattr(certificate, "epsilon", 0.0),
+                AttributeError,
+            ),
+            # A noisy average's plan is cached and handed to every later call with the same
+            # arguments: it must be read-only too, or one caller's edit changes the next's noise.
+            (
+                "QuantizationPlan.noise_bound = 0",
+                lambda: setattr(
+                    plan_quantization(10, 3, 1.0, 1.0, 32, 1.0, None, 10), "noise_bound", 0
+                ),
                 AttributeError,
             ),
             # Add/remove and replace-one guarantees do not add up (a ρ understated up to 4×):
