@@ -386,6 +386,8 @@ _STATED = {
     ("mutation_sweep_2026-12-07-heldout12.json", "heldout12-final-audits.json"): (132, 208, 218),
     ("mutation_sweep_2026-12-07-heldout13.json", None): (170, 250, 271),
     ("mutation_sweep_2026-12-07-heldout13.json", "heldout13-final-audits.json"): (180, 260, 271),
+    ("mutation_sweep_2026-12-07-heldout14.json", None): (206, 314, 342),
+    ("mutation_sweep_2026-12-07-heldout14.json", "heldout14-final-audits.json"): (215, 324, 342),
 }
 
 
