@@ -50,7 +50,6 @@ from audits.targets import (
     SecureSumUnderTest,
 )
 from protocols.aggregation import encoding, secure_average
-from protocols.aggregation._quantization import plan_quantization
 
 __all__ = ["KNOWN_ANSWER_LABEL", "REFERENCE_RHO", "OurTarget"]
 
@@ -625,7 +624,11 @@ class _OurAccountant:
             (
                 "QuantizationPlan.noise_bound = 0",
                 lambda: setattr(
-                    plan_quantization(10, 3, 1.0, 1.0, 32, 1.0, None, 10), "noise_bound", 0
+                    encoding.ContributionLayout(3, clip=1.0, weight_cap=1.0).plan(
+                        10, 32, noise_rho=1.0
+                    ),
+                    "noise_bound",
+                    0,
                 ),
                 AttributeError,
             ),

@@ -61,7 +61,7 @@ def test_a_server_going_on_after_an_empty_share_phase_is_caught(
 
 
 class _Lenient:
-    """A config whose threshold reads as −1."""
+    """A config whose threshold reads as −1 (and its minimum of clients, t + 1, as 0)."""
 
     def __init__(self, config: Any) -> None:
         self._config = config
@@ -72,3 +72,7 @@ class _Lenient:
     @property
     def threshold(self) -> int:
         return -1
+
+    @property
+    def min_clients(self) -> int:  # t + 1, as SecAggConfig.min_clients reads it
+        return 0
