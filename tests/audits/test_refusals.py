@@ -18,8 +18,8 @@ from audits.targets import refusal_findings
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ours_refuses_every_listed_parameter() -> None:
     target = OurTarget()
-    assert refusal_findings(target.accountant()) == (67, [])
-    assert refusal_findings(target.graph_parameters()) == (33, [])
+    assert refusal_findings(target.accountant()) == (74, [])
+    assert refusal_findings(target.graph_parameters()) == (39, [])
     assert refusal_findings(target.secure_sum()) == (19, [])
     assert refusal_findings(target.secret_sharing()) == (13, [])
     assert refusal_findings(target.mask_prg()) == (10, [])

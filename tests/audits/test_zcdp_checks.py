@@ -242,12 +242,17 @@ def test_a_pure_renyi_line_is_held_to_randomized_response(monkeypatch: Any) -> N
     # Held-out 12's survivor `self._linear_xi >= 0` in ZCDPAccountant._base_delta: a release
     # known only by one line (ξ, 0) — pure ξ-DP, from a user-defined MechanismEvent — got δ(ε) = 0
     # below ε = ξ, where randomized response (exactly ξ-DP) needs (e^ξ − e^ε)/(1 + e^ξ).
-    from audits.privacy_audits import _PURE_LINE_CELLS, _pure_line_checks  # noqa: PLC0415
+    from audits.privacy_audits import (  # noqa: PLC0415
+        _PURE_LINE_CELLS,
+        _ZCDP_LINE_CELLS,
+        _pure_line_checks,
+    )
     from dpquantile import accounting  # noqa: PLC0415
 
     ours = OurTarget().accountant()
     clean: list[str] = []
-    assert _pure_line_checks(ours, clean) == len(_PURE_LINE_CELLS) and clean == []
+    cells = len(_PURE_LINE_CELLS) + len(_ZCDP_LINE_CELLS)
+    assert _pure_line_checks(ours, clean) == cells and clean == []
     real = accounting.ZCDPAccountant._base_delta
 
     def zero_without_rho(self: Any, epsilon: float) -> float:
